@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# GPU acceptance check for the kernels (and a smoke run of the engine on them).
+# Run from anywhere on a CUDA machine; needs no network. Budget: < 8 minutes on one H200.
+#   1. kernel tests on CUDA (triton compiled, not interpreted)
+#   2. triton vs torch kernel benchmark
+#   3. the pipeline-parallel smoke experiment with the triton kernels
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python}"
+
+if ! "$PYTHON" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "gpu_check: FAILED: CUDA is not available (torch.cuda.is_available() is False" \
+         "or torch is not importable); this check needs a GPU machine." >&2
+    exit 1
+fi
+# A stray TRITON_INTERPRET=1 would silently test the interpreter instead of the GPU.
+unset TRITON_INTERPRET
+
+step() { echo; echo "=== gpu_check: $* ==="; }
+
+step "1/3 kernel tests on CUDA"
+PPX_TEST_DEVICE=cuda "$PYTHON" -m pytest -q tests/kernels
+
+step "2/3 kernel benchmark"
+"$PYTHON" benchmarks/bench_kernels.py
+
+step "3/3 engine smoke run (pp=3, triton kernels)"
+run_dir=outputs/gpu_check/smoke
+rm -rf "$run_dir"
+"$PYTHON" -m ppx.run +exp=smoke pp=3 device=cuda engine/kernels=triton hydra.run.dir="$run_dir"
+summary="$run_dir/summary.json"
+if [[ ! -f "$summary" ]]; then
+    echo "gpu_check: FAILED: the smoke run wrote no $summary" >&2
+    exit 1
+fi
+echo "--- $summary ---"
+cat "$summary"
+echo
+echo "gpu_check: OK"

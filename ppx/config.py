@@ -1,0 +1,222 @@
+"""Structured configs: the schema every composed config is checked against before any spawn.
+
+A typo, an unknown key or an impossible shape is one clear line naming the key, exit non-zero,
+and no child process started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ppx.engine.model.weights import Dims
+
+
+@dataclass
+class ModelCfg:
+    name: str = "tiny"
+    vocab: int = 256
+    hidden: int = 192
+    layers: int = 12
+    heads: int = 24
+    kv_heads: int = 12
+    intermediate: int = 384
+    rope_theta: float = 10000.0
+    eps: float = 1e-5
+    logit_scale: float = 12.0
+    max_context: int = 512
+    dtype: str = "float32"
+
+
+@dataclass
+class WorkloadCfg:
+    name: str = "shared_prefix"
+    num_requests: int = 32
+    num_prefixes: int = 1
+    prefix_len: int = 96
+    prompt_min: int = 8
+    prompt_max: int = 24
+    max_new: int = 16
+    concurrency: int = 8
+    rate: float = 0.0  # requests/s; > 0 switches from closed loop to a Poisson arrival process
+    duration_s: float = 0.0  # > 0: keep submitting (closed loop) until this much time passed
+
+
+@dataclass
+class AdmissionCfg:
+    name: str = "rank_local"
+    on_refusal: str = "void"  # forwarded: void | stop
+
+
+@dataclass
+class OrderingCfg:
+    name: str = "upstream"
+    steps: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class GuardCfg:
+    name: str = "off"  # off | rid | prefix
+    defer_cap: int = 3
+
+
+@dataclass
+class KernelsCfg:
+    name: str = "torch"
+
+
+@dataclass
+class KVCfg:
+    pool_tokens: int = 4096
+    pool_per_rank: list[int] | None = None
+    host_tier: bool = False
+    prefetch_ms: list[float] | None = None  # per-rank prefetch completion time
+
+
+@dataclass
+class EngineCfg:
+    admission: AdmissionCfg = field(default_factory=AdmissionCfg)
+    ordering: OrderingCfg = field(default_factory=OrderingCfg)
+    guard: GuardCfg = field(default_factory=GuardCfg)
+    kernels: KernelsCfg = field(default_factory=KernelsCfg)
+    kv: KVCfg = field(default_factory=KVCfg)
+    chunk_size: int = 64
+    max_batch: int = 16
+    max_reqs: int = 64
+    readiness: bool = False
+    readiness_budget_s: float = 2.0
+    livelock_passes: int = 64
+
+
+@dataclass
+class FlipCfg:
+    name: str = "off"
+    enabled: bool = False
+    every_s: float = 0.0
+    every_passes: int = 0
+    start_phase: str = "pp"
+    inflight: str = "drain"  # drain | void
+    max_flips: int = 0  # 0 = unbounded
+
+
+@dataclass
+class FaultsCfg:
+    name: str = "none"
+    delay_kind: str | None = None  # chain | proxy | output | decision | lap
+    delay_rank: int = -1
+    delay_s: float = 0.0
+    kill_rank: int = -1
+    kill_after_s: float = 0.0
+    epoch_desync_rank: int = -1
+
+
+@dataclass
+class LoggerCfg:
+    name: str = "wandb"
+    mode: str = "offline"  # offline | online | disabled
+    project: str = "ppx"
+    entity: str | None = None
+    group: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WatchCfg:
+    name: str = "default"
+    stall_s: float = 4.0
+    max_run_s: float = 180.0
+    poll_s: float = 0.1
+    progress_s: float = 2.0
+
+
+@dataclass
+class PPXConfig:
+    pp: int = 3
+    tp: int = 1
+    seed: int = 0
+    device: str = "cpu"
+    model: ModelCfg = field(default_factory=ModelCfg)
+    workload: WorkloadCfg = field(default_factory=WorkloadCfg)
+    engine: EngineCfg = field(default_factory=EngineCfg)
+    flip: FlipCfg = field(default_factory=FlipCfg)
+    faults: FaultsCfg = field(default_factory=FaultsCfg)
+    logger: LoggerCfg = field(default_factory=LoggerCfg)
+    watch: WatchCfg = field(default_factory=WatchCfg)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _positive(cfg: DictConfig, keys: list[str]) -> None:
+    for k in keys:
+        v = OmegaConf.select(cfg, k)
+        if v is None or v <= 0:
+            raise ConfigError(f"{k} must be positive, got {v}")
+
+
+def validate(cfg: DictConfig) -> DictConfig:
+    """Merge onto the schema (unknown keys and wrong types fail here) and check shapes."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(PPXConfig), cfg)
+    except Exception as e:  # omegaconf raises several types; all mean "bad config"
+        msg = str(e).splitlines()[0]
+        key = getattr(e, "full_key", None)
+        raise ConfigError(f"{key}: {msg}" if key else msg) from None
+    _positive(merged, ["pp", "tp", "model.vocab", "model.hidden", "model.layers", "model.heads",
+                       "model.kv_heads", "model.intermediate", "model.max_context",
+                       "engine.chunk_size", "engine.max_batch", "engine.max_reqs",
+                       "engine.kv.pool_tokens", "workload.num_requests", "workload.max_new",
+                       "workload.concurrency", "workload.prompt_min", "watch.stall_s", "watch.max_run_s"])
+    m, pp, tp = merged.model, merged.pp, merged.tp
+    if m.layers % pp:
+        raise ConfigError(f"model.layers={m.layers} is not divisible by pp={pp}")
+    if m.hidden % m.heads:
+        raise ConfigError(f"model.hidden={m.hidden} is not divisible by model.heads={m.heads}")
+    if m.heads % m.kv_heads:
+        raise ConfigError(f"model.heads={m.heads} is not divisible by model.kv_heads={m.kv_heads}")
+    for name, n in (("model.heads", m.heads), ("model.kv_heads", m.kv_heads), ("model.intermediate", m.intermediate)):
+        if n % tp:
+            raise ConfigError(f"{name}={n} is not divisible by tp={tp}")
+        if merged.flip.enabled and n % pp:
+            raise ConfigError(f"{name}={n} is not divisible by pp={pp} (the flip's TP phase uses all ranks)")
+    if tp != 1:
+        raise ConfigError("tp must be 1: a hybrid pp x tp world is not built yet (the flip's TP phase uses pp ranks)")
+    if m.dtype not in ("float32", "bfloat16", "float16"):
+        raise ConfigError(f"model.dtype={m.dtype!r}: expected float32, bfloat16 or float16")
+    if merged.device not in ("cpu", "cuda") and not str(merged.device).startswith("cuda:"):
+        raise ConfigError(f"device={merged.device!r}: expected cpu or cuda")
+    if merged.device != "cpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device={merged.device}: CUDA is not available on this machine")
+    ppr = merged.engine.kv.pool_per_rank
+    if ppr is not None and len(ppr) != pp:
+        raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
+    if merged.engine.admission.on_refusal not in ("void", "stop"):
+        raise ConfigError(f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop")
+    if merged.engine.guard.name not in ("off", "rid", "prefix"):
+        raise ConfigError(f"engine.guard.name={merged.engine.guard.name!r}: off | rid | prefix")
+    if merged.workload.prompt_min > merged.workload.prompt_max:
+        raise ConfigError("workload.prompt_min > workload.prompt_max")
+    from ppx.engine.loop import parse_ordering
+
+    try:
+        parse_ordering(list(merged.engine.ordering.steps))
+    except ValueError as e:
+        raise ConfigError(f"engine.ordering.steps: {e}") from None
+    return merged
+
+
+def dims_of(cfg) -> Dims:
+    m = cfg.model
+    return Dims(m.vocab, m.hidden, m.layers, m.heads, m.kv_heads, m.intermediate,
+                float(m.rope_theta), float(m.eps), float(m.logit_scale))
+
+
+def pool_sizes(cfg) -> list[int]:
+    ppr = cfg.engine.kv.pool_per_rank
+    return list(ppr) if ppr is not None else [int(cfg.engine.kv.pool_tokens)] * int(cfg.pp)

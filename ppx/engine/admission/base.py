@@ -1,0 +1,60 @@
+"""The small interface every admission policy implements."""
+
+from __future__ import annotations
+
+from ppx.core import Entry, SlotBatch
+
+
+class Policy:
+    name = "base"
+
+    def __init__(self, loop) -> None:
+        self.loop = loop
+        self.sched = loop.sched
+
+    def schedule(self, p) -> None:
+        """Form (or prepare) the batch of pass `p`; sets `p.batch` when it is known."""
+        raise NotImplementedError
+
+    def send_decision(self, p) -> None:
+        """Put the decision of pass `p` on the wire (rank 0 sends, followers forward)."""
+
+    def recv_decision(self, p) -> None:
+        """Receive the decision of pass `p` (followers)."""
+
+    def local_prefill(self, slot: int, pass_id: int) -> SlotBatch | None:
+        """The upstream rule: form the prefill batch from this rank's own queue and tree;
+        fall back to the slot's decode batch."""
+        s = self.sched
+        entries: list[Entry] = []
+        budget = s.chunk_size
+        for req in s.candidates():
+            if budget <= 0 or len(entries) >= s.max_batch:
+                break
+            prefix = req.computed if req is s.chunked else self.clamp(req, s.cache.match(req.tokens))
+            e = s.admit_entry(req, prefix, budget)
+            if e is None:
+                break
+            entries.append(e)
+            budget -= e.extend_len
+            if not e.final:
+                break  # one chunked request per rank, and it ends the batch
+        if entries:
+            return s.place(entries, slot, pass_id, "prefill")
+        return s.place(s.decode_entries(slot), slot, pass_id, "decode")
+
+    def clamp(self, req, local: int) -> int:
+        """Hook for the guard: rank 0 may offer less than its local match."""
+        return local
+
+    def void_aux(self, batch: SlotBatch) -> tuple[int, ...]:
+        """Small integers a void output carries back to rank 0 (who retracted, at what)."""
+        return ()
+
+    def lap(self, p, block: bool) -> None:
+        """The return path from followers to rank 0; rank_local has none."""
+
+    def absorb(self, slot: int, batch: SlotBatch, msg, p) -> bool:
+        """Rank 0 / followers see the output of `batch`; return True when it was a void
+        that the policy absorbed (requests re-queued), False for a normal output."""
+        return False

@@ -1,0 +1,16 @@
+"""rank_local: every rank forms its batch from its own queue and radix tree (upstream SGLang).
+
+Correct only while the ranks agree; when pools or prefetch differ, the first symptom is a
+proxy whose width does not match the batch, or a receive that is never matched.
+"""
+
+from __future__ import annotations
+
+from ppx.engine.admission.base import Policy
+
+
+class RankLocal(Policy):
+    name = "rank_local"
+
+    def schedule(self, p) -> None:
+        p.batch = self.local_prefill(p.slot, p.pass_id)

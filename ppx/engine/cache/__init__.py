@@ -1,0 +1,1 @@
+"""KV cache: pool + allocator, radix tree, host tier, ledger check."""

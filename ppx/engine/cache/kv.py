@@ -1,0 +1,152 @@
+"""Per-rank KV cache: pool buffers for this rank's layers, req_to_token, free list, tree.
+
+Ownership (the ledger): every pool slot is exactly one of free, tree-owned (stored in the
+radix tree) or request-owned (row[tree_len:computed] of a live request). Admission reserves
+the tokens a request will still allocate, so a decode step never runs out mid-batch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ppx.core import Req
+from ppx.engine.cache.radix import RadixTree
+
+
+class KVCache:
+    def __init__(self, num_layers: int, pool_tokens: int, kv_heads: int, head_dim: int,
+                 max_reqs: int, max_context: int, device: str = "cpu",
+                 dtype: torch.dtype = torch.float32) -> None:
+        self.pool_tokens, self.max_context = pool_tokens, max_context
+        shape = (pool_tokens, kv_heads, head_dim)
+        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
+        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
+        self.req_to_token = torch.zeros((max_reqs, max_context), dtype=torch.int32, device=device)
+        self.free: list[int] = list(range(pool_tokens - 1, -1, -1))  # pop() takes slot 0 first
+        self.free_rows: list[int] = list(range(max_reqs - 1, -1, -1))
+        self.tree = RadixTree()
+        self.reserved = 0
+        self.tree_len: dict[int, int] = {}  # rid -> leading tokens of its row owned by the tree
+        self.rows: dict[int, list[int]] = {}  # rid -> slot ids of its row (host mirror)
+        self.evictions = 0
+
+    # -- capacity -------------------------------------------------------------------------
+    @property
+    def available(self) -> int:
+        return len(self.free) + self.tree.evictable - self.reserved
+
+    def can_admit(self, need: int) -> bool:
+        return bool(self.free_rows) and self.available >= need
+
+    def _alloc(self, n: int) -> list[int]:
+        if len(self.free) < n:
+            freed = self.tree.evict(n - len(self.free))
+            self.evictions += len(freed)
+            self.free += freed
+        if len(self.free) < n:
+            raise RuntimeError(f"KV pool exhausted: need {n}, free {len(self.free)}")
+        return [self.free.pop() for _ in range(n)]
+
+    # -- request lifecycle ----------------------------------------------------------------
+    def match(self, tokens: list[int]) -> int:
+        """Local prefix length for a sequence, leaving one token to compute."""
+        slots, _ = self.tree.match(tokens[: max(len(tokens) - 1, 0)])
+        return len(slots)
+
+    def admit(self, req: Req, prefix_len: int, need: int) -> None:
+        """Give `req` a row, its first `prefix_len` tokens from the tree (locked), and reserve
+        `need` tokens for what it will still allocate."""
+        slots, node = self.tree.match(req.tokens[:prefix_len])
+        assert len(slots) == prefix_len, f"rid {req.rid}: tree holds {len(slots)} < {prefix_len}"
+        req.row = self.free_rows.pop()
+        self.tree.lock(node)
+        req.node = node
+        self.rows[req.rid] = list(slots)
+        self.tree_len[req.rid] = prefix_len
+        if prefix_len:
+            self.req_to_token[req.row, :prefix_len] = torch.tensor(slots, dtype=torch.int32)
+        req.computed = prefix_len
+        req.cached = prefix_len
+        req.reserved = need
+        self.reserved += need
+
+    def extend(self, req: Req, n: int) -> list[int]:
+        """Allocate `n` slots for the next tokens of `req` (a chunk or a decode step)."""
+        locs = self._alloc(n)
+        row = self.rows[req.rid]
+        start = len(row)
+        assert start == req.computed, f"rid {req.rid}: row {start} != computed {req.computed}"
+        row += locs
+        self.req_to_token[req.row, start : start + n] = torch.tensor(locs, dtype=torch.int32)
+        req.computed += n
+        used = min(n, req.reserved)
+        req.reserved -= used
+        self.reserved -= used
+        return locs
+
+    def rollback(self, req: Req, n: int) -> None:
+        """Undo the last `extend(req, n)` of a pass that never ran (a void)."""
+        row = self.rows[req.rid]
+        self.free += row[len(row) - n :]
+        del row[len(row) - n :]
+        req.computed -= n
+        req.reserved += n
+        self.reserved += n
+
+    def commit(self, req: Req) -> None:
+        """After this rank computed a chunk: hand the computed prefix to the tree so later
+        requests reuse it. Our duplicates of tokens already present are freed and the row
+        points at the tree's copies (same tokens, same positions)."""
+        row = self.rows[req.rid]
+        tokens = req.tokens[: req.computed]
+        present = self.tree.insert(tokens, row)
+        old = self.tree_len[req.rid]
+        if present > old:
+            tree_slots, _ = self.tree.match(tokens[:present])
+            dup = [s for s, t in zip(row[old:present], tree_slots[old:present]) if s != t]
+            self.free += dup
+            row[old:present] = tree_slots[old:present]
+            self.req_to_token[req.row, old:present] = torch.tensor(tree_slots[old:present], dtype=torch.int32)
+        _, node = self.tree.match(tokens)
+        self.tree.lock(node)
+        self.tree.unlock(req.node)
+        req.node = node
+        self.tree_len[req.rid] = len(tokens)
+
+    def release(self, req: Req) -> None:
+        """The request leaves this rank's cache (finished, retracted or re-queued): its
+        computed KV goes to the tree, its reservation and row are returned."""
+        if req.row < 0:
+            return
+        self.commit(req)
+        self.tree.unlock(req.node)
+        self.reserved -= req.reserved
+        req.reserved, req.node = 0, None
+        self.free_rows.append(req.row)
+        req.row = -1
+        del self.rows[req.rid], self.tree_len[req.rid]
+
+    def clear_tree(self) -> None:
+        """Drop every unlocked cached prefix (a flip changes the layout). Callers release
+        every request first, so nothing is locked."""
+        assert self.tree.locked_size == 0, "clear_tree with live requests"
+        self.free += self.tree.clear()
+
+    # -- ledger ---------------------------------------------------------------------------
+    def ledger(self) -> dict:
+        """Check the partition free / tree-owned / request-owned; returns counts + violations."""
+        free = self.free
+        tree = self.tree.all_slots()
+        owned = [s for rid, row in self.rows.items() for s in row[self.tree_len[rid] :]]
+        seen: dict[int, str] = {}
+        violations: list[str] = []
+        for name, slots in (("free", free), ("tree", tree), ("request", owned)):
+            for s in slots:
+                if s in seen:
+                    violations.append(f"slot {s} both {seen[s]} and {name}")
+                seen[s] = name
+        missing = self.pool_tokens - len(seen)
+        if missing:
+            violations.append(f"{missing} slots owned by nobody")
+        return {"free": len(free), "tree": len(tree), "request": len(owned),
+                "violations": violations[:20], "num_violations": len(violations)}

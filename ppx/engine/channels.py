@@ -1,0 +1,142 @@
+"""Typed messages over a transport: kinds, the per-(src, kind) inbox stash, counters.
+
+Wire format: a fixed int64 header on tag 0 (the control plane, read in FIFO order per pair)
+and the payload tensors on tag 1 + kind (the data plane). The payload is posted *before* the
+header so that whoever has read a header can always pull its payload; and it is pulled only
+by the consumer of that kind, so a payload send completes when the peer consumes the message,
+not when it merely stashes the header. That is the rendezvous the orderings are about: a
+`flush` of a message with a payload waits for the peer to actually want it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+
+import torch
+
+from ppx.core import Kind, Message
+from ppx.engine.board import Op, RankBoard
+
+MAX_TENSORS = 4
+MAX_AUX = 4
+_META = 4  # dtype, d0, d1, d2 per tensor
+HEADER_LEN = 8 + MAX_AUX + MAX_TENSORS * _META
+_DTYPES = [torch.int64, torch.float32, torch.bfloat16, torch.float16, torch.int32]
+_CODE = {d: i for i, d in enumerate(_DTYPES)}
+
+
+def encode_header(msg: Message) -> torch.Tensor:
+    if msg.num_tensors > MAX_TENSORS or len(msg.aux) > MAX_AUX:
+        raise ValueError(f"message {msg.kind.label}: too many tensors or aux fields")
+    h = torch.zeros(HEADER_LEN, dtype=torch.int64)
+    h[:7] = torch.tensor([msg.kind, msg.slot, msg.pass_id, msg.epoch, msg.seq, msg.flags, msg.num_tensors])
+    for i, a in enumerate(msg.aux):
+        h[8 + i] = a
+    for i, t in enumerate(msg.tensors):
+        if t.dim() > 3:
+            raise ValueError("payload tensors have at most 3 dims")
+        dims = list(t.shape) + [-1] * (3 - t.dim())
+        h[8 + MAX_AUX + i * _META : 8 + MAX_AUX + (i + 1) * _META] = torch.tensor([_CODE[t.dtype], *dims])
+    return h
+
+
+def decode_header(h: torch.Tensor) -> tuple[Message, list[tuple[torch.dtype, list[int]]]]:
+    v = h.tolist()
+    kind, slot, pass_id, epoch, seq, flags, n = v[:7]
+    msg = Message(Kind(kind), slot, pass_id, epoch, seq, flags, tuple(v[8 : 8 + MAX_AUX]))
+    metas = []
+    for i in range(n):
+        code, *dims = v[8 + MAX_AUX + i * _META : 8 + MAX_AUX + (i + 1) * _META]
+        metas.append((_DTYPES[code], [d for d in dims if d >= 0]))
+    return msg, metas
+
+
+class Channels:
+    """Per-rank endpoint. Sends are isends completed lazily by `flush`; receives block."""
+
+    def __init__(self, rank: int, world: int, transport, board: RankBoard, device: str = "cpu") -> None:
+        self.rank, self.world, self.t, self.board, self.device = rank, world, transport, board, device
+        self.pending: dict[tuple[int, int], list] = defaultdict(list)  # (dst, kind) -> handles
+        self.inbox: dict[tuple[int, int], deque] = defaultdict(deque)  # (src, kind) -> stashed
+        self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
+        self.seq_in: dict[tuple[int, int], int] = defaultdict(int)
+        self.delays: dict[int, float] = {}  # kind -> seconds injected before a send (faults)
+
+    # -- send side -----------------------------------------------------------------------
+    def send(self, dst: int, msg: Message) -> None:
+        key = (dst, int(msg.kind))
+        msg.seq = self.seq_out[key]
+        self.seq_out[key] += 1
+        if msg.kind in self.delays:
+            import time
+
+            time.sleep(self.delays[msg.kind])
+        self.board.sent[dst, msg.kind] += 1
+        if dst == self.rank:  # pp=1 loopback: the output ring wraps onto itself
+            self.inbox[(dst, int(msg.kind))].append((msg, None))
+            return
+        cpu = [t.detach().to("cpu").contiguous() for t in msg.tensors]
+        for t in cpu:  # payload before header: a read header always has its payload posted
+            self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
+        self.pending[key].append(self.t.isend(dst, 0, encode_header(Message(**{**msg.__dict__, "tensors": cpu}))))
+
+    def flush(self, kinds: list[Kind] | None = None, pass_id: int = -1) -> None:
+        """Complete pending sends; under gloo this waits until the peer has taken them."""
+        for (dst, kind), handles in list(self.pending.items()):
+            if kinds is not None and kind not in kinds or not handles:
+                continue
+            since = self.board.block(Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1)
+            for h in handles:
+                h.wait()
+            handles.clear()
+            self.board.unblock(Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1, since)
+
+    def flush_sends_of(self, kind: Kind, pass_id: int = -1) -> None:
+        self.flush([kind], pass_id)
+
+    # -- receive side --------------------------------------------------------------------
+    def _read_header(self, src: int) -> tuple[Message, list]:
+        buf = torch.empty(HEADER_LEN, dtype=torch.int64)
+        self.t.recv(src, 0, buf)
+        return decode_header(buf)
+
+    def _pull(self, src: int, msg: Message, metas) -> Message:
+        if metas is not None:
+            for dtype, shape in metas:
+                out = torch.empty(shape, dtype=dtype)
+                self.t.recv(src, 1 + int(msg.kind), out)
+                msg.tensors.append(out if self.device == "cpu" else out.to(self.device))
+        self.board.consumed[src, msg.kind] += 1
+        self.seq_in[(src, int(msg.kind))] += 1
+        return msg
+
+    def recv(self, src: int, kind: Kind, slot: int = -1, pass_id: int = -1, width: int = -1) -> Message:
+        """Blocking FIFO receive of `kind` from `src`; other kinds met first are stashed."""
+        box = self.inbox[(src, int(kind))]
+        if box:
+            msg, metas = box.popleft()
+            return self._pull(src, msg, metas)
+        seq = self.seq_in[(src, int(kind))]
+        since = self.board.block(Op.RECV, src, kind, slot, pass_id, seq, width)
+        while True:
+            msg, metas = self._read_header(src)
+            if msg.kind == kind:
+                break
+            self.inbox[(src, int(msg.kind))].append((msg, metas))
+        msg = self._pull(src, msg, metas)
+        self.board.unblock(Op.RECV, src, kind, slot, pass_id, seq, since)
+        return msg
+
+    def try_recv(self, src: int, kind: Kind) -> Message | None:
+        """Only looks in the inbox; never touches the wire (gloo cannot be polled)."""
+        box = self.inbox[(src, int(kind))]
+        if not box:
+            return None
+        msg, metas = box.popleft()
+        return self._pull(src, msg, metas)
+
+    def ready(self, src: int, kind: Kind) -> bool:
+        """Positive evidence that `src` has posted the next `kind` message to this rank."""
+        if self.inbox[(src, int(kind))]:
+            return True
+        return self.board.peer_sent(src, kind) > int(self.board.consumed[src, kind])

@@ -1,0 +1,161 @@
+"""The pass steps and the ordering that sequences them (PP phase).
+
+Pass i works on slot i mod S. The ordering (config) names the order of the steps and which
+receives block. The rule the reference log arrived at, which the `decision_first` preset
+obeys and the wedging presets break: a rank never blocks on a peer for something that is not
+required for this pass's progress, and it satisfies everything a peer can block on (posts
+its sends) before it blocks on that peer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ppx.core import Flag, Kind, Message, SlotBatch
+from ppx.engine.board import F, Op
+from ppx.engine.codec import chain_message, decode_requests
+
+STEPS = ("chain", "schedule", "decision", "launch", "output", "lap", "flush")
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    part: str = ""  # "" (both halves), "send" or "recv" (decision only)
+    block: bool = False  # lap: a blocking receive instead of a peek
+    flush: bool = False  # complete this step's sends before going on
+
+
+def parse_ordering(steps: list) -> list[Step]:
+    """Steps are strings (`chain`, `decision.send`) or maps (`{step: lap, block: true}`)."""
+    out = []
+    for item in steps:
+        spec = {"step": item} if isinstance(item, str) else dict(item)
+        name, _, part = str(spec.pop("step")).partition(".")
+        if name not in STEPS or part not in ("", "send", "recv"):
+            raise ValueError(f"unknown ordering step {item!r}; steps are {', '.join(STEPS)}")
+        unknown = set(spec) - {"block", "flush"}
+        if unknown:
+            raise ValueError(f"ordering step {item!r}: unknown option(s) {sorted(unknown)}")
+        out.append(Step(name, part, bool(spec.get("block", False)), bool(spec.get("flush", False))))
+    names = [s.name for s in out]
+    for required in ("chain", "schedule", "launch", "output", "flush"):
+        if required not in names:
+            raise ValueError(f"ordering lacks the {required!r} step")
+    return out
+
+
+@dataclass
+class PassState:
+    pass_id: int
+    slot: int
+    batch: SlotBatch | None = None
+    scheduled: bool = False
+    decision: Message | None = None
+    shutdown: bool = False
+
+
+class PassSteps:
+    """Step implementations shared by every ordering; `self` is the rank's loop (rank.py)."""
+
+    # -- chain ----------------------------------------------------------------------------
+    def step_chain(self, p: PassState, step: Step) -> None:
+        if self.is_first:
+            reqs, flags = self.intake.take(idle=self.sched.idle and not self.to_relay)
+            msg = chain_message(reqs, flags, p.slot, p.pass_id, self.epoch, self.chain_aux(p))
+        else:
+            msg = self.ch.recv(self.prev, Kind.CHAIN, p.slot, p.pass_id)
+            reqs, flags = decode_requests(msg), msg.flags
+        if not self.is_last:
+            self.ch.send(self.next, Message(Kind.CHAIN, p.slot, p.pass_id, self.epoch, flags=flags,
+                                            aux=msg.aux, tensors=msg.tensors))
+            if step.flush:
+                self.ch.flush([Kind.CHAIN], p.pass_id)
+        self.sched.add(reqs)
+        p.shutdown = bool(flags & Flag.SHUTDOWN)
+        self.on_chain(p, msg)
+
+    # -- schedule / decision --------------------------------------------------------------
+    def step_schedule(self, p: PassState, step: Step) -> None:
+        self.policy.schedule(p)
+        p.scheduled = True
+
+    def step_decision(self, p: PassState, step: Step) -> None:
+        if step.part in ("", "recv"):
+            self.policy.recv_decision(p)
+        if step.part in ("", "send"):
+            self.policy.send_decision(p)
+        if step.flush:
+            self.ch.flush([Kind.DECISION], p.pass_id)
+
+    # -- launch ---------------------------------------------------------------------------
+    def step_launch(self, p: PassState, step: Step) -> None:
+        b = p.batch
+        if b is None or b.voided:
+            return
+        fi = self.sched.inputs(b, self.is_first)
+        if not self.is_first:
+            msg = self.ch.recv(self.prev, Kind.PROXY, p.slot, p.pass_id, width=b.num_tokens)
+            if not self.check_proxy(p, msg):
+                return
+            fi.hidden = msg.tensors[0]
+        since = self.board.block(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1)
+        out = self.model.forward(fi, self.cache.k, self.cache.v, self.cache.req_to_token)
+        self.board.unblock(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1, since)
+        self.sched.after_launch(b)
+        self.board.add(F.WORK_PASSES)
+        if self.is_last:
+            self.sampled[p.pass_id] = out.to("cpu")
+        else:
+            fp = torch.tensor(b.fingerprint(), dtype=torch.int64)
+            self.ch.send(self.next, Message(Kind.PROXY, p.slot, p.pass_id, self.epoch, tensors=[out, fp]))
+            if step.flush:  # the crossing completes before anything else this pass
+                self.ch.flush([Kind.PROXY], p.pass_id)
+
+    def check_proxy(self, p: PassState, msg: Message) -> bool:
+        """The width check, on every proxy receive: rows must equal this rank's batch tokens,
+        and the batch fingerprint must match (a same-width divergence is caught too)."""
+        b = p.batch
+        rows = int(msg.tensors[0].shape[0])
+        theirs = msg.tensors[1].tolist()
+        if rows != b.num_tokens or theirs != b.fingerprint():
+            self.stop(
+                f"proxy width check: rank{self.rank} slot={p.slot} pass={p.pass_id} "
+                f"rows={rows} vs tokens={b.num_tokens}; upstream batch {theirs[0::2]} "
+                f"vs local {b.rids}",
+                p,
+            )
+            return False
+        return True
+
+    # -- output ring ----------------------------------------------------------------------
+    def step_output(self, p: PassState, step: Step) -> None:
+        b = p.batch
+        if self.is_last and b is not None:
+            tokens = self.sampled.pop(p.pass_id, torch.zeros(0, dtype=torch.int64))
+            flags = Flag.VOID if b.voided else 0
+            self.ch.send(0, Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, flags=flags,
+                                    aux=self.policy.void_aux(b), tensors=[tokens]))
+        if not self.is_last and self.to_relay is not None:
+            # each hop is one pass behind: relay what arrived last pass
+            self.ch.send(self.next, self.to_relay)
+            self.to_relay = None
+        nxt = (p.pass_id + 1) % self.num_slots
+        if self.sched.inflight[nxt] is None:
+            return
+        want = self.sched.inflight[nxt]
+        src = self.world - 1 if self.is_first else self.prev
+        msg = self.ch.recv(src, Kind.OUTPUT, nxt, want.pass_id, width=len([e for e in want.entries if e.final]))
+        if not self.is_last:
+            self.to_relay = Message(Kind.OUTPUT, msg.slot, msg.pass_id, msg.epoch, flags=msg.flags,
+                                    aux=msg.aux, tensors=msg.tensors)
+        self.apply_output(nxt, want, msg, p)
+
+    # -- lap / flush ----------------------------------------------------------------------
+    def step_lap(self, p: PassState, step: Step) -> None:
+        self.policy.lap(p, step.block)
+
+    def step_flush(self, p: PassState, step: Step) -> None:
+        self.ch.flush(None, p.pass_id)

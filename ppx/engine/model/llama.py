@@ -1,0 +1,129 @@
+"""The decoder: a stage (contiguous layers, optionally one TP shard of each) and the
+single-process reference used by the oracle and the benchmarks."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ppx.core import ForwardInputs
+from ppx.engine.model import weights as W
+from ppx.engine.model.weights import Dims
+
+
+class StageModel:
+    """Layers [first_layer, last_layer) of the model on one rank.
+
+    Kernels are called only through the registry; `all_reduce` is set in the TP phase, where
+    `wo` and `w_down` produce partial sums over the shard's heads / MLP columns.
+    """
+
+    def __init__(self, d: Dims, seed: int, first_layer: int, last_layer: int, kernels,
+                 device: str = "cpu", dtype: torch.dtype = torch.float32,
+                 tp_rank: int = 0, tp_size: int = 1, all_reduce=None) -> None:
+        self.d, self.k, self.device, self.dtype = d, kernels, device, dtype
+        self.first_layer, self.last_layer = first_layer, last_layer
+        self.is_first, self.is_last = first_layer == 0, last_layer == d.layers
+        self.tp_size, self.all_reduce = tp_size, all_reduce
+        self.local_heads, self.local_kv_heads = d.heads // tp_size, d.kv_heads // tp_size
+        to = dict(device=device, dtype=dtype)
+        self.layers = [
+            {n: t.to(**to) for n, t in W.shard_layer(W.layer_weights(seed, i, d), d, tp_rank, tp_size).items()}
+            for i in range(first_layer, last_layer)
+        ]
+        self.embed = W.embedding(seed, d).to(**to) if self.is_first else None
+        if self.is_last:
+            norm, lm = W.head(seed, d)
+            self.final_norm, self.lm_head = norm.to(**to), lm.to(**to)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    def _reduce(self, x: torch.Tensor) -> torch.Tensor:
+        return self.all_reduce(x) if self.tp_size > 1 else x
+
+    @torch.inference_mode()
+    def forward(self, fi: ForwardInputs, k_pool: list[torch.Tensor], v_pool: list[torch.Tensor],
+                req_to_token: torch.Tensor) -> torch.Tensor:
+        """Returns hidden states [T, H], or sampled token ids [B'] on the last stage."""
+        d, k = self.d, self.k
+        x = self.embed[fi.input_ids] if self.is_first else fi.hidden.to(self.dtype)
+        hd, nh, nkv = d.head_dim, self.local_heads, self.local_kv_heads
+        scale = hd**-0.5
+        if fi.mode == "prefill":
+            prefix_indptr, prefix_idx = k.build_kv_indices(req_to_token, fi.req_rows, fi.prefix_lens)
+        else:  # decode reads the whole sequence, the new token's KV included (written first)
+            kv_indptr, kv_idx = k.build_kv_indices(req_to_token, fi.req_rows, fi.prefix_lens + 1)
+        for li, w in enumerate(self.layers):
+            h = k.rms_norm(x, w["attn_norm"], d.eps)
+            q = (h @ w["wq"].T).view(-1, nh, hd)
+            kk = (h @ w["wk"].T).view(-1, nkv, hd)
+            v = (h @ w["wv"].T).view(-1, nkv, hd)
+            q, kk = k.rope(q, kk, fi.positions, d.rope_theta)
+            kp, vp = k_pool[li], v_pool[li]
+            if fi.mode == "prefill":
+                o = k.extend_attention(q, kk, v, kp, vp, fi.qo_indptr, prefix_indptr, prefix_idx, scale)
+                kp[fi.out_cache_loc] = kk.to(kp.dtype)
+                vp[fi.out_cache_loc] = v.to(vp.dtype)
+            else:
+                kp[fi.out_cache_loc] = kk.to(kp.dtype)
+                vp[fi.out_cache_loc] = v.to(vp.dtype)
+                o = k.decode_attention(q, kp, vp, kv_indptr, kv_idx, scale)
+            x = x + self._reduce(o.reshape(-1, nh * hd) @ w["wo"].T)
+            h = k.rms_norm(x, w["mlp_norm"], d.eps)
+            gate_up = torch.cat([h @ w["w_gate"].T, h @ w["w_up"].T], dim=-1)
+            x = x + self._reduce(k.silu_and_mul(gate_up) @ w["w_down"].T)
+        if not self.is_last:
+            return x
+        h = k.rms_norm(x[fi.sample_rows], self.final_norm, d.eps)
+        return (h @ self.lm_head.T).argmax(dim=-1)
+
+
+class Reference:
+    """The whole model in one process, no cache, plain torch: the oracle's ground truth."""
+
+    def __init__(self, d: Dims, seed: int) -> None:
+        self.d = d
+        self.layers = [W.layer_weights(seed, i, d) for i in range(d.layers)]
+        self.embed = W.embedding(seed, d)
+        self.final_norm, self.lm_head = W.head(seed, d)
+
+    @staticmethod
+    def _norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+    def _rope(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        hd = x.shape[-1]
+        inv = 1.0 / (self.d.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+        ang = pos[:, None].float() * inv[None, :]
+        cos, sin = ang.cos()[:, None, :], ang.sin()[:, None, :]
+        a, b = x[..., : hd // 2], x[..., hd // 2 :]
+        return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+    @torch.inference_mode()
+    def logits(self, tokens: list[int]) -> torch.Tensor:
+        """Logits [L, V] for every position of one sequence (teacher forcing)."""
+        d = self.d
+        hd, rep = d.head_dim, d.heads // d.kv_heads
+        ids = torch.tensor(tokens, dtype=torch.int64)
+        pos = torch.arange(len(tokens))
+        x = self.embed[ids]
+        for w in self.layers:
+            h = self._norm(x, w["attn_norm"], d.eps)
+            q = self._rope((h @ w["wq"].T).view(-1, d.heads, hd), pos)
+            k = self._rope((h @ w["wk"].T).view(-1, d.kv_heads, hd), pos).repeat_interleave(rep, 1)
+            v = (h @ w["wv"].T).view(-1, d.kv_heads, hd).repeat_interleave(rep, 1)
+            o = F.scaled_dot_product_attention(
+                q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), is_causal=True
+            ).transpose(0, 1)
+            x = x + o.reshape(-1, d.q_size) @ w["wo"].T
+            h = self._norm(x, w["mlp_norm"], d.eps)
+            x = x + (F.silu(h @ w["w_gate"].T) * (h @ w["w_up"].T)) @ w["w_down"].T
+        return self._norm(x, self.final_norm, d.eps) @ self.lm_head.T
+
+    def greedy(self, prompt: list[int], max_new: int) -> list[int]:
+        out: list[int] = []
+        for _ in range(max_new):
+            out.append(int(self.logits(prompt + out)[-1].argmax()))
+        return out

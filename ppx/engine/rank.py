@@ -1,0 +1,199 @@
+"""The rank process: setup, the pass loop, teardown.
+
+Spawned by the supervisor with explicit arguments (never re-running Hydra). Every exit path
+records why on the status board and in `ranks/rank{r}.json`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+
+import torch
+from omegaconf import OmegaConf
+
+from ppx.core import Flag, Message
+from ppx.engine.admission import make_policy
+from ppx.engine.board import Board, F, RankBoard, State
+from ppx.engine.cache.kv import KVCache
+from ppx.engine.channels import Channels
+from ppx.engine.intake import Intake
+from ppx.engine.kernels.registry import get_kernels
+from ppx.engine.loop import PassState, PassSteps, parse_ordering
+from ppx.engine.model.llama import StageModel
+from ppx.engine.scheduler import Scheduler
+from ppx.engine.transport.gloo import GlooTransport
+from ppx.config import dims_of, pool_sizes
+from ppx.telemetry.events import EventLog
+
+
+class StopRun(Exception):
+    """A detected divergence the policy does not handle: the run ends `stopped`."""
+
+
+@dataclass
+class RankArgs:
+    rank: int
+    world: int
+    port: int
+    run_dir: str
+    board_path: str
+    cfg: dict
+    t0: float
+    in_q: object = None
+    out_q: object = None
+
+
+def _die_with_parent() -> None:
+    """No orphans even if the supervisor is SIGKILLed: the kernel kills us with it."""
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class RankLoop(PassSteps):
+    def __init__(self, a: RankArgs) -> None:
+        cfg = self.cfg = OmegaConf.create(a.cfg)
+        self.rank, self.world, self.run_dir = a.rank, a.world, a.run_dir
+        self.is_first, self.is_last = a.rank == 0, a.rank == a.world - 1
+        self.prev, self.next = (a.rank - 1) % a.world, (a.rank + 1) % a.world
+        self.num_slots = a.world  # S = pp slots in flight
+        self.epoch = 0
+        self.board = RankBoard(Board(a.board_path, a.world), a.rank)
+        self.events = EventLog(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl"), a.rank, a.t0)
+        self.t = GlooTransport(a.rank, a.world, a.port)
+        self.ch = Channels(a.rank, a.world, self.t, self.board, cfg.device)
+        d = dims_of(cfg)
+        per = d.layers // a.world
+        dtype = getattr(torch, cfg.model.dtype)
+        self.model = StageModel(d, cfg.seed, a.rank * per, (a.rank + 1) * per,
+                                get_kernels(cfg.engine.kernels.name), cfg.device, dtype)
+        pools = pool_sizes(cfg)
+        e = cfg.engine
+        self.cache = KVCache(per, pools[a.rank], d.kv_heads, d.head_dim, e.max_reqs,
+                             cfg.model.max_context, cfg.device, dtype)
+        self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, cfg.device)
+        self.steps = parse_ordering(list(e.ordering.steps))
+        self.policy = make_policy(e.admission.name, self)
+        self.intake = Intake(a.in_q, a.out_q, cfg.model.max_context, min(pools)) if self.is_first else None
+        self.sampled: dict[int, torch.Tensor] = {}
+        self.to_relay: Message | None = None
+        self.stop_reason: str | None = None
+
+    # -- hooks used by the steps ---------------------------------------------------------
+    def chain_aux(self, p: PassState) -> tuple[int, ...]:
+        return ()
+
+    def on_chain(self, p: PassState, msg: Message) -> None:
+        """Control riding the chain (phase flip, stop) is handled here."""
+
+    def stop(self, reason: str, p: PassState | None = None) -> None:
+        self.stop_reason = reason
+        self.events.emit("stop", p.pass_id if p else -1, p.slot if p else -1, epoch=self.epoch, detail=reason)
+        raise StopRun(reason)
+
+    def apply_output(self, slot: int, batch, msg: Message, p: PassState) -> None:
+        if self.policy.absorb(slot, batch, msg, p):
+            return
+        tokens = msg.tensors[0].tolist() if msg.tensors else []
+        finals = sum(e.final for e in batch.entries)
+        if len(tokens) != finals or msg.pass_id != batch.pass_id:
+            self.stop(f"output mismatch: rank{self.rank} slot={slot} got pass={msg.pass_id} "
+                      f"width={len(tokens)} vs local pass={batch.pass_id} finals={finals}", p)
+        done = self.sched.apply_output(slot, tokens)
+        self.board.add(F.TOKENS, len(done))
+        for req, tok in done:
+            if req.finished:
+                self.board.add(F.FINISHED)
+                self.events.emit("finish", p.pass_id, slot, req.rid, self.epoch, f"cached={req.cached}")
+            if self.is_first:
+                self.intake.token(req.rid, tok, req.finished, req.cached)
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self) -> None:
+        pass_id, was_idle = 0, False
+        runners = [(getattr(self, f"step_{s.name}"), s) for s in self.steps]
+        while True:
+            self.board.beat(pass_id)
+            p = PassState(pass_id, pass_id % self.num_slots)
+            for fn, step in runners:
+                fn(p, step)
+            inflight = self.sched.num_inflight
+            self.board.set(F.INFLIGHT, inflight)
+            if inflight > self.board.f[F.MAX_INFLIGHT]:
+                self.board.set(F.MAX_INFLIGHT, inflight)
+            self.board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
+            if self.is_first:
+                self.intake.flush_out()
+            idle = self.sched.idle
+            if idle and not was_idle:
+                self.check_ledger("idle")
+            was_idle = idle
+            if p.shutdown:
+                return
+            pass_id += 1
+
+    def check_ledger(self, when: str) -> dict:
+        led = self.cache.ledger()
+        if led["num_violations"]:
+            self.ledger_violations += led["num_violations"]
+            self.events.emit("ledger_violation", detail=f"{when}: {led['violations'][:3]}")
+        self.last_ledger = led
+        return led
+
+    ledger_violations = 0
+    last_ledger: dict = {}
+
+    def report(self, state: str, error: str | None) -> dict:
+        led = self.check_ledger("teardown") if state != "error" else self.cache.ledger()
+        return {
+            "rank": self.rank, "state": state, "error": error, "stop_reason": self.stop_reason,
+            "ledger": led, "ledger_violations": self.ledger_violations,
+            "cached_tokens": self.sched.cached_tokens, "prefill_tokens": self.sched.prefill_tokens,
+            "evictions": self.cache.evictions, "pool_tokens": self.cache.pool_tokens,
+            "counters": dict(self.events.counts), **self.policy_counters(),
+        }
+
+    def policy_counters(self) -> dict:
+        return getattr(self.policy, "counters", lambda: {})()
+
+
+def rank_main(a: RankArgs) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    _die_with_parent()
+    torch.set_num_threads(1)
+    # faulthandler writes here on SIGUSR1; the post-mortem copies it into postmortem/stacks
+    stack_file = open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.stack.txt"), "w")
+    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+    board = RankBoard(Board(a.board_path, a.world), a.rank)
+    board.set(F.STATE, State.RUNNING)
+    loop, state, error = None, "done", None
+    try:
+        loop = RankLoop(a)
+        loop.run()
+    except StopRun as e:
+        state, error = "stopped", str(e)
+    except BaseException as e:  # noqa: BLE001 - every failure is reported, then re-raised
+        state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+    report = loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
+    with open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    board.set(F.STATE, State.DONE if state == "done" else State.ERROR)
+    if loop is not None:
+        loop.events.close()
+        if state == "done":
+            loop.t.close()
+    stack_file.flush()
+    sys.stdout.flush()
+    # after a stop or an error the peers may be blocked on us: leave without waiting on gloo
+    os._exit(0 if state == "done" else 3)
+
+

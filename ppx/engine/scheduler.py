@@ -1,0 +1,172 @@
+"""Waiting queue, slot batches, chunked prefill, continuous-batching decode.
+
+Every rank runs this same scheduler. Requests are pinned to the slot their final prefill
+chunk ran in; with S slots a request gets one token per S passes and the ranks overlap by
+working on different slots at the same moment.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import torch
+
+from ppx.core import Entry, ForwardInputs, Req, SlotBatch
+from ppx.engine.cache.kv import KVCache
+
+
+class Scheduler:
+    def __init__(self, cache: KVCache, num_slots: int, chunk_size: int, max_batch: int,
+                 device: str = "cpu") -> None:
+        self.cache, self.num_slots = cache, num_slots
+        self.chunk_size, self.max_batch, self.device = chunk_size, max_batch, device
+        self.waiting: deque[Req] = deque()
+        self.reqs: dict[int, Req] = {}
+        self.running: list[list[Req]] = [[] for _ in range(num_slots)]
+        self.inflight: list[SlotBatch | None] = [None] * num_slots
+        self.chunked: Req | None = None  # at most one request mid-prefill per rank
+        self.locs: dict[int, list[int]] = {}  # pass_id -> out_cache_loc of its batch
+        self.prefill_tokens = 0
+        self.cached_tokens = 0
+
+    # -- queue ----------------------------------------------------------------------------
+    def add(self, reqs: list[Req]) -> None:
+        for r in reqs:
+            self.reqs[r.rid] = r
+            self.waiting.append(r)
+
+    @property
+    def idle(self) -> bool:
+        return not self.waiting and self.chunked is None and not any(self.running) and not any(
+            b is not None for b in self.inflight
+        )
+
+    @property
+    def num_inflight(self) -> int:
+        return sum(b is not None for b in self.inflight)
+
+    # -- forming batches ------------------------------------------------------------------
+    def need_of(self, req: Req, prefix_len: int) -> int:
+        """Tokens `req` will still allocate if admitted with `prefix_len` cached."""
+        return req.seq_len - prefix_len + req.remaining_new
+
+    def candidates(self) -> list[Req]:
+        """Prefill candidates in order: the chunked continuation first, then FIFO."""
+        head = [self.chunked] if self.chunked is not None else []
+        return head + list(self.waiting)
+
+    def admit_entry(self, req: Req, prefix_len: int, budget: int) -> Entry | None:
+        """Admit `req` (if new) with `prefix_len` from the tree and take up to `budget` new
+        tokens of it. Returns None when the cache cannot hold it."""
+        if req is not self.chunked:
+            if not self.cache.can_admit(self.need_of(req, prefix_len)):
+                return None
+            self.cache.admit(req, prefix_len, self.need_of(req, prefix_len))
+            self.cached_tokens += prefix_len
+            self.waiting.remove(req)
+        extend = min(req.seq_len - req.computed, budget)
+        return Entry(req.rid, req.computed, extend, final=req.computed + extend == req.seq_len)
+
+    def place(self, entries: list[Entry], slot: int, pass_id: int, mode: str) -> SlotBatch | None:
+        """Allocate KV for the entries, update the chunked pointer, record the batch."""
+        if not entries:
+            return None
+        locs: list[int] = []
+        for e in entries:
+            req = self.reqs[e.rid]
+            locs += self.cache.extend(req, e.extend_len)
+            if mode == "prefill":
+                self.prefill_tokens += e.extend_len
+                if e.final:
+                    if self.chunked is req:
+                        self.chunked = None
+                    req.slot = slot
+                else:
+                    self.chunked = req
+        self.locs[pass_id] = locs
+        batch = SlotBatch(slot, pass_id, mode, entries)
+        self.inflight[slot] = batch
+        return batch
+
+    def decode_entries(self, slot: int) -> list[Entry]:
+        return [Entry(r.rid, r.seq_len - 1, 1, True) for r in self.running[slot][: self.max_batch]]
+
+    # -- running a batch ------------------------------------------------------------------
+    def inputs(self, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+        pos, ids, rows, prefix, qo, sample = [], [], [], [], [0], []
+        for e in batch.entries:
+            req = self.reqs[e.rid]
+            pos += range(e.prefix_len, e.end)
+            if first_stage:
+                ids += req.tokens[e.prefix_len : e.end]
+            rows.append(req.row)
+            prefix.append(e.prefix_len)
+            qo.append(qo[-1] + e.extend_len)
+            if e.final:
+                sample.append(qo[-1] - 1)
+
+        def t(x):
+            return torch.tensor(x, dtype=torch.int64, device=self.device)
+
+        return ForwardInputs(
+            mode=batch.mode, positions=t(pos), qo_indptr=t(qo), prefix_lens=t(prefix),
+            req_rows=t(rows), out_cache_loc=t(self.locs[batch.pass_id]), sample_rows=t(sample),
+            input_ids=t(ids) if first_stage else None,
+        )
+
+    def after_launch(self, batch: SlotBatch) -> None:
+        """This rank computed the batch: its chunks' KV is real, so the tree may share it."""
+        self.locs.pop(batch.pass_id, None)
+        if batch.mode == "prefill":
+            for e in batch.entries:
+                self.cache.commit(self.reqs[e.rid])
+
+    def apply_output(self, slot: int, tokens: list[int]) -> list[tuple[Req, int]]:
+        """Results for the slot's batch came back: append tokens, pin, finish."""
+        batch = self.inflight[slot]
+        self.inflight[slot] = None
+        finals = [e for e in batch.entries if e.final]
+        assert len(finals) == len(tokens), f"output width {len(tokens)} != {len(finals)}"
+        out = []
+        for e, tok in zip(finals, tokens):
+            req = self.reqs[e.rid]
+            req.output.append(int(tok))
+            out.append((req, int(tok)))
+            if batch.mode == "prefill" and not req.finished:
+                self.running[slot].append(req)
+            if req.finished:
+                self.finish(req)
+        return out
+
+    def finish(self, req: Req) -> None:
+        if req in self.running[req.slot]:
+            self.running[req.slot].remove(req)
+        self.cache.release(req)
+        del self.reqs[req.rid]
+
+    def void(self, batch: SlotBatch, launched: bool) -> list[Req]:
+        """The pass ran nowhere: undo its allocations and re-queue its requests at the front
+        (generated tokens kept, computed KV kept in the tree), each exactly once."""
+        if self.inflight[batch.slot] is batch:
+            self.inflight[batch.slot] = None
+        self.locs.pop(batch.pass_id, None)
+        requeued = []
+        for e in reversed(batch.entries):
+            req = self.reqs[e.rid]
+            if not launched:
+                self.cache.rollback(req, e.extend_len)
+                if batch.mode == "prefill":
+                    self.prefill_tokens -= e.extend_len
+            self.requeue(req)
+            requeued.append(req)
+        return requeued
+
+    def requeue(self, req: Req) -> None:
+        if req.slot >= 0 and req in self.running[req.slot]:
+            self.running[req.slot].remove(req)
+        if self.chunked is req:
+            self.chunked = None
+        self.cache.release(req)
+        req.slot, req.computed = -1, 0
+        if req not in self.waiting:
+            self.waiting.appendleft(req)

@@ -1,0 +1,1 @@
+"""Point-to-point transports: ordered tensors between a pair of ranks."""

@@ -1,0 +1,46 @@
+"""gloo point-to-point transport over torch.distributed.
+
+gloo p2p is a rendezvous: an isend completes only when the peer posts the matching recv. Two
+traps shape this file: polling `irecv().is_completed()` never turns true without `wait()`,
+and `wait(timeout=...)` closes the pair for every peer. So receives block, handles are only
+ever waited without a timeout, and every deadline lives in Python (the supervisor's watchdog).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import torch
+import torch.distributed as dist
+
+
+class GlooTransport:
+    def __init__(self, rank: int, world: int, port: int, host: str = "127.0.0.1") -> None:
+        self.rank, self.world = rank, world
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://{host}:{port}",
+            rank=rank,
+            world_size=world,
+            # the group-level timeout only bounds rendezvous/collectives; p2p waits carry none
+            timeout=datetime.timedelta(seconds=600),
+        )
+
+    def isend(self, dst: int, tag: int, tensor: torch.Tensor):
+        return dist.isend(tensor.contiguous(), dst, tag=tag)
+
+    def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
+        dist.recv(out, src, tag=tag)
+        return out
+
+    def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        dist.all_reduce(tensor)
+        return tensor
+
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        dist.broadcast(tensor, src)
+        return tensor
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,1 @@
+"""Supervisor side: workload generators, the request driver, token streams."""

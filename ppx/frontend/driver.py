@@ -1,0 +1,117 @@
+"""The request driver: feeds rank 0 (closed loop or Poisson), receives the token stream,
+measures TTFT and ITL at the frontend, and accounts for every request it submitted."""
+
+from __future__ import annotations
+
+import queue
+import time
+from dataclasses import dataclass, field
+
+from ppx.frontend.workloads import Request, Workload
+
+
+@dataclass
+class Record:
+    req: Request
+    submit_t: float
+    token_t: list[float] = field(default_factory=list)
+    output: list[int] = field(default_factory=list)
+    outcome: str = "pending"  # served | refused | lost | mismatch
+    reason: str = ""
+    cached: int = 0
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return (self.token_t[0] - self.submit_t) * 1e3 if self.token_t else None
+
+    @property
+    def itl_ms(self) -> float | None:
+        if len(self.token_t) < 2:
+            return None
+        return (self.token_t[-1] - self.token_t[0]) / (len(self.token_t) - 1) * 1e3
+
+
+class Driver:
+    def __init__(self, workload: Workload, in_q, out_q, t0: float) -> None:
+        self.wl, self.in_q, self.out_q, self.t0 = workload, in_q, out_q, t0
+        w = workload.w
+        self.concurrency, self.rate = int(w.concurrency), float(w.rate)
+        self.limit = int(w.num_requests)
+        self.deadline = t0 + float(w.duration_s) if workload.open_ended else None
+        self.records: dict[int, Record] = {}
+        self.next_rid = 0
+        self.active = 0
+        self.rng = workload.arrivals()
+        self.next_arrival = time.time()
+        self.first_token_t: float | None = None
+        self.last_token_t: float | None = None
+        self.tokens = 0
+        self.shutdown_sent = False
+
+    # -- submission -------------------------------------------------------------------------
+    def _more(self, now: float) -> bool:
+        if self.deadline is not None:
+            return now < self.deadline
+        return self.next_rid < self.limit
+
+    def _submit(self, now: float) -> None:
+        req = self.wl.request(self.next_rid)
+        self.next_rid += 1
+        self.records[req.rid] = Record(req, now)
+        self.active += 1
+        self.in_q.put((req.rid, req.prompt, req.max_new))
+
+    def pump(self) -> None:
+        now = time.time()
+        if self.rate > 0:
+            while self._more(now) and self.next_arrival <= now:
+                self._submit(now)
+                self.next_arrival += self.rng.expovariate(self.rate)
+        else:
+            while self._more(now) and self.active < self.concurrency:
+                self._submit(now)
+
+    # -- the token stream -------------------------------------------------------------------
+    def collect(self, timeout: float = 0.0) -> int:
+        got = 0
+        while True:
+            try:
+                batch = self.out_q.get(timeout=timeout) if timeout and not got else self.out_q.get_nowait()
+            except queue.Empty:
+                return got
+            now = time.time()
+            for item in batch:
+                got += 1
+                rec = self.records[item[1]]
+                if item[0] == "refuse":
+                    rec.outcome, rec.reason = "refused", item[2]
+                    self.active -= 1
+                    continue
+                _, _, tok, finished, cached = item
+                rec.cached = cached
+                rec.output.append(tok)
+                rec.token_t.append(now)
+                self.tokens += 1
+                self.first_token_t = self.first_token_t or now
+                self.last_token_t = now
+                if finished:
+                    rec.outcome = "served"
+                    self.active -= 1
+
+    @property
+    def done(self) -> bool:
+        return not self._more(time.time()) and self.active == 0
+
+    def request_shutdown(self) -> None:
+        if not self.shutdown_sent:
+            self.in_q.put(None)
+            self.shutdown_sent = True
+
+    def finalize(self) -> None:
+        """Whatever is still pending when the run ends is lost, and counted as such."""
+        for rec in self.records.values():
+            if rec.outcome == "pending":
+                rec.outcome, rec.reason = "lost", "run ended before the request finished"
+
+    def count(self, outcome: str) -> int:
+        return sum(r.outcome == outcome for r in self.records.values())

@@ -1,0 +1,82 @@
+"""Entry point: `python -m ppx.run +exp=smoke pp=3` (Hydra).
+
+The Hydra job process is the supervisor: it validates the config (before anything is
+spawned), boots the ranks, drives the workload, checks every token against the reference,
+and writes the run store (summary.json, parquet files, postmortem/) and a W&B run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from ppx.config import ConfigError, dims_of, validate
+
+
+def check_tokens(cfg, driver) -> list:
+    from ppx.oracle import Oracle
+
+    oracle = Oracle(dims_of(cfg), int(cfg.seed))
+    bad = []
+    for rec in driver.records.values():
+        if rec.outcome == "served":
+            found = oracle.check(rec.req.prompt, rec.output, rec.req.rid)
+            if found:
+                rec.outcome, rec.reason = "mismatch", str(found[0])
+                bad += found
+    return bad
+
+
+def execute(cfg: DictConfig, run_dir: str, exp: str | None) -> dict:
+    from ppx.supervisor import Supervisor
+    from ppx.telemetry import store, summary, wandb_sink
+
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    t0 = time.time()
+    sup = Supervisor(cfg, run_dir)
+    outcome = sup.run(resolved)
+    mismatches = check_tokens(cfg, sup.driver)
+    if outcome["verdict"] == "served" and mismatches:
+        outcome["verdict"], outcome["reason"] = "mismatch", f"oracle: {mismatches[0]}"
+    s = summary.build(cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0)
+    events = summary.collect_events(run_dir, int(cfg.pp))
+    store.write_run(run_dir, s, sup.metrics, events, summary.request_rows(sup.driver))
+    try:
+        wandb_sink.log_run(cfg, run_dir, s, sup.metrics, events, resolved)
+    except Exception as e:  # the store is the source of truth; W&B trouble is reported, not fatal
+        print(f"ppx: W&B logging failed: {type(e).__name__}: {e}", file=sys.stderr)
+    return s
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base=None)
+def main(cfg: DictConfig) -> None:
+    try:
+        cfg = validate(cfg)
+    except ConfigError as e:
+        print(f"ppx: config error: {e}", file=sys.stderr)
+        sys.exit(2)
+    hc = HydraConfig.get()
+    run_dir = hc.runtime.output_dir
+    exp = hc.runtime.choices.get("exp")
+    os.makedirs(run_dir, exist_ok=True)
+    s = execute(cfg, run_dir, exp)
+    line = (f"ppx: verdict={s['verdict']} served={s['served']}/{s['submitted']} refused={s['refused']} "
+            f"lost={s['lost']} out_tok_s={s['out_tok_s']} oracle_mismatches={s['oracle_mismatches']} "
+            f"ledger_violations={s['ledger_violations']} cached_tokens={s['cached_tokens']}")
+    if s.get("cycle"):
+        line += f"\nppx: cycle: {s['cycle']}"
+    if s["reason"]:
+        line += f"\nppx: reason: {s['reason']}"
+    print(line + f"\nppx: run dir {run_dir}", flush=True)
+    if hc.mode != RunMode.MULTIRUN and s["verdict"] != "served":
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

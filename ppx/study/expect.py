@@ -1,0 +1,193 @@
+"""Checking a study's expectations against the runs it produced.
+
+An expectation selects runs with `when` (override key -> value, matched against each run's
+Hydra overrides and, failing that, its config choices) and states what must hold for every
+selected run, or compares an aggregate between two selections. An expectation that selects
+no run is NOT MET: a typo in `when` must not pass silently.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ppx.analysis.postmortem import cycle_ranks, cycle_words, load_postmortem
+from ppx.study.spec import norm_key, value_text
+
+OPS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+_CMP = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*$")
+RESERVED = {"when", "name", "why", "compare", "lhs", "rhs", "op", "agg"}
+
+
+@dataclass
+class Result:
+    index: int
+    description: str
+    met: bool
+    detail: str
+    failing: list[str] = field(default_factory=list)  # run dirs that broke it
+
+    @property
+    def status(self) -> str:
+        return "MET" if self.met else "NOT MET"
+
+
+def _norm(value: Any) -> str | None:
+    if value is None or (not isinstance(value, (list, dict)) and pd.isna(value)):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = value_text(value)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1]
+    return {"True": "true", "False": "false"}.get(text, text)
+
+
+def lookup(row: pd.Series, key: str) -> Any:
+    """A run's value for an override key: its recorded override first (what was asked
+    for), then the frame column of the same name or the choice it maps to (`engine/guard`
+    -> `guard`), so defaults that were never overridden still match."""
+    key = norm_key(key)
+    overrides = row.get("overrides")
+    if isinstance(overrides, dict) and key in overrides:
+        return overrides[key]
+    for col in (key, key.split("/")[-1]):
+        if col in row.index:
+            return row[col]
+    return None
+
+
+def select(df: pd.DataFrame, when: dict[str, Any] | None) -> pd.DataFrame:
+    if not when:
+        return df
+    mask = []
+    for _, row in df.iterrows():
+        ok = True
+        for key, want in when.items():
+            wants = want if isinstance(want, list) else [want]
+            if _norm(lookup(row, key)) not in {_norm(w) for w in wants}:
+                ok = False
+                break
+        mask.append(ok)
+    return df[pd.Series(mask, index=df.index, dtype=bool)] if len(df) else df
+
+
+def _fmt_when(when: dict[str, Any] | None) -> str:
+    if not when:
+        return "all runs"
+    return " ".join(f"{k}={v}" for k, v in when.items())
+
+
+def _run_cycle(row: pd.Series) -> str | None:
+    cycle = row.get("cycle")
+    if isinstance(cycle, str) and cycle:
+        return cycle
+    run_dir = row.get("run_dir")
+    return load_postmortem(run_dir).cycle if isinstance(run_dir, str) else None
+
+
+def check_value(row: pd.Series, key: str, want: Any) -> tuple[bool, str]:
+    """One per-run check; returns (holds, what was seen)."""
+    if key in ("verdict", "verdict_in"):
+        wants = want if isinstance(want, list) else [want]
+        have = str(row.get("verdict"))
+        return have in {str(w) for w in wants}, f"verdict={have}"
+    if key == "cycle_ranks":
+        have = cycle_ranks(_run_cycle(row))
+        return have == sorted(int(r) for r in want), f"cycle ranks={have}"
+    if key == "cycle_kinds":
+        words = cycle_words(_run_cycle(row))
+        missing = [k for k in want if str(k).lower() not in words]
+        return not missing, f"cycle words={sorted(words)}"
+    if key not in row.index:
+        return False, f"no column {key!r}"
+    have = row[key]
+    if isinstance(want, str) and (m := _CMP.match(want)):
+        num = pd.to_numeric(pd.Series([have]), errors="coerce").iloc[0]
+        ok = pd.notna(num) and OPS[m.group(1)](float(num), float(m.group(2)))
+        return bool(ok), f"{key}={have}"
+    if isinstance(want, list):
+        return _norm(have) in {_norm(w) for w in want}, f"{key}={have}"
+    if want is None:
+        return _norm(have) is None, f"{key}={have}"
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        num = pd.to_numeric(pd.Series([have]), errors="coerce").iloc[0]
+        return bool(pd.notna(num) and math.isclose(float(num), want)), f"{key}={have}"
+    return _norm(have) == _norm(want), f"{key}={have}"
+
+
+def _describe(exp: dict[str, Any]) -> str:
+    if exp.get("name"):
+        return str(exp["name"])
+    if "compare" in exp:
+        agg = exp.get("agg", "mean")
+        text = (
+            f"{agg} {exp['compare']} [{_fmt_when(exp.get('lhs'))}] {exp.get('op', '<')} "
+            f"[{_fmt_when(exp.get('rhs'))}]"
+        )
+        return text + (f" within {_fmt_when(exp['when'])}" if exp.get("when") else "")
+    checks = ", ".join(f"{k}: {v}" for k, v in exp.items() if k not in RESERVED)
+    return f"{_fmt_when(exp.get('when'))} -> {checks or '(no checks)'}"
+
+
+def _check_compare(df: pd.DataFrame, exp: dict[str, Any]) -> tuple[bool, str]:
+    metric, op, agg = exp["compare"], exp.get("op", "<"), exp.get("agg", "mean")
+    if op not in OPS:
+        return False, f"unknown op {op!r} (use one of {sorted(OPS)})"
+    if metric not in df:
+        return False, f"no column {metric!r}"
+    scope = select(df, exp.get("when"))
+    sides = []
+    for side in ("lhs", "rhs"):
+        part = select(scope, exp.get(side))
+        vals = pd.to_numeric(part[metric], errors="coerce").astype("float64").dropna()
+        if vals.empty:
+            return False, f"{side} [{_fmt_when(exp.get(side))}] has no runs with {metric}"
+        sides.append((float(vals.agg(agg)), len(vals)))
+    (lv, ln), (rv, rn) = sides
+    ok = OPS[op](lv, rv)
+    return ok, f"{agg} {metric}: {lv:.4g} (n={ln}) {op} {rv:.4g} (n={rn}) is {ok}"
+
+
+def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[Result]:
+    """Evaluate every expectation on the runs frame (`ppx.analysis.load_runs`)."""
+    results = []
+    for i, exp in enumerate(expect, start=1):
+        desc = _describe(exp)
+        if "compare" in exp:
+            ok, detail = _check_compare(df, exp)
+            results.append(Result(i, desc, ok, detail))
+            continue
+        runs = select(df, exp.get("when"))
+        if runs.empty:
+            results.append(Result(i, desc, False, f"no run matches {_fmt_when(exp.get('when'))}"))
+            continue
+        checks = {k: v for k, v in exp.items() if k not in RESERVED}
+        failing, seen = [], []
+        for _, row in runs.iterrows():
+            bad = []
+            for key, want in checks.items():
+                ok, what = check_value(row, key, want)
+                if not ok:
+                    bad.append(what)
+            if bad:
+                failing.append(str(row.get("run_dir")))
+                seen.append(f"{row.get('run_id')}: {', '.join(bad)}")
+        n = len(runs)
+        detail = f"{n - len(failing)}/{n} runs hold"
+        if seen:
+            detail += "; " + "; ".join(seen[:5]) + (" ..." if len(seen) > 5 else "")
+        results.append(Result(i, desc, not failing, detail, failing))
+    return results

@@ -1,0 +1,174 @@
+"""A study file (`experiments/<NAME>.yaml`) and the cells it expands to.
+
+A study names one research question, the overrides common to every run (`base`), the
+cells (a cartesian `sweep` or an explicit `cells` list), the launcher, and the outcomes it
+expects. Everything here is pure: parsing and expansion, no processes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Cell = dict[str, str]  # override key (as written, minus +/++) -> value string
+
+_HYDRA_SPECIAL = set(",[](){}'\" =\\:*?$")
+
+
+def value_text(value: Any) -> str:
+    """A YAML value as the plain string Hydra records for it (`true`, `null`, `2`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def fmt_value(value: Any) -> str:
+    """Render a YAML value as Hydra override text, quoted when Hydra would split it."""
+    text = value_text(value)
+    if any(c in _HYDRA_SPECIAL for c in text):
+        # Quoted so a value with a comma is one value, not a sweep over two.
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return text
+
+
+def norm_key(key: str) -> str:
+    return key.strip().lstrip("+~")
+
+
+def parse_override(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise ValueError(f"override {item!r} has no '='")
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return norm_key(key), value
+
+
+@dataclass
+class Study:
+    name: str
+    question: str
+    base: list[str] = field(default_factory=list)
+    sweep: dict[str, list[Any]] = field(default_factory=dict)
+    cells: list[Cell] = field(default_factory=list)  # explicit cells; empty = use sweep
+    launcher: dict[str, Any] = field(default_factory=lambda: {"name": "joblib", "n_jobs": 2})
+    expect: list[dict[str, Any]] = field(default_factory=list)
+    group: str | None = None  # W&B group; defaults to the study name
+    path: Path | None = None
+
+    @property
+    def explicit(self) -> bool:
+        return bool(self.cells)
+
+    def expand(self) -> list[Cell]:
+        """Every cell of the study, in the order Hydra's basic sweeper numbers jobs."""
+        if self.cells:
+            return [dict(c) for c in self.cells]
+        keys = list(self.sweep)
+        values = [[value_text(v) for v in self.sweep[k]] for k in keys]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+    @property
+    def cell_keys(self) -> list[str]:
+        """The keys that vary between cells (table columns / grid axes)."""
+        if not self.cells:
+            return list(self.sweep)
+        keys: dict[str, None] = {}
+        for cell in self.cells:
+            keys.update(dict.fromkeys(cell))
+        return list(keys)
+
+
+def _as_cell(raw: Any) -> Cell:
+    if isinstance(raw, dict):
+        return {norm_key(str(k)): value_text(v) for k, v in raw.items()}
+    if isinstance(raw, (list, tuple)):
+        return dict(parse_override(str(item)) for item in raw)
+    if isinstance(raw, str):
+        return dict(parse_override(item) for item in raw.split())
+    raise ValueError(f"a cell must be a list of overrides or a mapping, got {raw!r}")
+
+
+def _as_launcher(raw: Any) -> dict[str, Any]:
+    if raw is None:
+        raw = {}
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, dict):
+        raise ValueError(f"launcher must be a name or a mapping, got {raw!r}")
+    out = {"name": "joblib", **raw}
+    if out["name"] == "joblib":
+        out.setdefault("n_jobs", 2)  # 2 cores on the reference machine
+    return out
+
+
+def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> Study:
+    known = {"question", "base", "sweep", "cells", "launcher", "expect", "group"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"study {name}: unknown keys {unknown} (known: {sorted(known)})")
+    if not data.get("question"):
+        raise ValueError(f"study {name}: `question` is required")
+    sweep = {
+        norm_key(str(k)): (v if isinstance(v, list) else [v])
+        for k, v in (data.get("sweep") or {}).items()
+    }
+    cells = [_as_cell(c) for c in data.get("cells") or []]
+    if sweep and cells:
+        raise ValueError(f"study {name}: give either `sweep` or `cells`, not both")
+    expect = data.get("expect") or []
+    if not isinstance(expect, list) or not all(isinstance(e, dict) for e in expect):
+        raise ValueError(f"study {name}: `expect` must be a list of mappings")
+    group = data["group"] if "group" in data else name
+    return Study(
+        name=name,
+        question=str(data["question"]).strip(),
+        base=[str(b) for b in data.get("base") or []],
+        sweep=sweep,
+        cells=cells,
+        launcher=_as_launcher(data.get("launcher")),
+        expect=expect,
+        group=group,
+        path=path,
+    )
+
+
+def experiments_dirs(extra: str | os.PathLike | None = None) -> list[Path]:
+    """Where study files are looked up, first hit wins: --experiments, $PPX_EXPERIMENTS,
+    ./experiments, then the repository's experiments/ next to the ppx package."""
+    dirs = [Path(extra)] if extra else []
+    if os.environ.get("PPX_EXPERIMENTS"):
+        dirs.append(Path(os.environ["PPX_EXPERIMENTS"]))
+    dirs.append(Path.cwd() / "experiments")
+    dirs.append(Path(__file__).resolve().parents[2] / "experiments")
+    return dirs
+
+
+def find_study(name: str, experiments: str | os.PathLike | None = None) -> Path:
+    candidate = Path(name)
+    if candidate.suffix in (".yaml", ".yml") and candidate.exists():
+        return candidate
+    tried = []
+    for d in experiments_dirs(experiments):
+        for suffix in (".yaml", ".yml"):
+            path = d / f"{name}{suffix}"
+            tried.append(str(path))
+            if path.exists():
+                return path
+    raise FileNotFoundError(f"no study named {name!r}; looked for: {', '.join(tried)}")
+
+
+def load_study(name: str, experiments: str | os.PathLike | None = None) -> Study:
+    path = find_study(name, experiments)
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a study file must be a mapping")
+    return parse_study(data, name=path.stem, path=path)

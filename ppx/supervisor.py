@@ -1,0 +1,188 @@
+"""The supervisor: spawns the ranks, drives the workload, watches, decides the verdict, tears
+down every child on every exit path, checks the tokens and writes the run store."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import socket
+import time
+
+from ppx.config import dims_of
+from ppx.engine.board import F, Board
+from ppx.engine.rank import RankArgs, rank_main
+from ppx.frontend.driver import Driver
+from ppx.frontend.workloads import Workload
+from ppx.telemetry.progress import Progress
+from ppx.watch import postmortem
+from ppx.watch.watchdog import Watchdog
+
+METRICS_EVERY_S = 0.5
+SHUTDOWN_GRACE_S = 15.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Supervisor:
+    def __init__(self, cfg, run_dir: str) -> None:
+        self.cfg, self.run_dir = cfg, run_dir
+        self.world = int(cfg.pp)
+        self.interrupted = False
+        self.metrics: list[dict] = []
+        self.reports: dict[int, dict] = {}
+
+    def _on_signal(self, signum, frame) -> None:
+        self.interrupted = True
+
+    def _spawn(self, cfg_dict: dict) -> None:
+        ctx = mp.get_context("spawn")
+        self.in_q, self.out_q = ctx.Queue(), ctx.Queue()
+        port = free_port()
+        self.procs = []
+        for r in range(self.world):
+            a = RankArgs(r, self.world, port, self.run_dir, self.board_path, cfg_dict, self.t0,
+                         self.in_q if r == 0 else None, self.out_q if r == 0 else None)
+            p = ctx.Process(target=rank_main, args=(a,), name=f"ppx-rank{r}", daemon=True)
+            p.start()
+            self.procs.append(p)
+
+    def _report(self, r: int) -> dict | None:
+        if r not in self.reports:
+            try:
+                with open(os.path.join(self.run_dir, "ranks", f"rank{r}.json")) as f:
+                    self.reports[r] = json.load(f)
+            except (FileNotFoundError, json.JSONDecodeError):
+                return None
+        return self.reports[r]
+
+    def _rank_verdict(self) -> tuple[str, str] | None:
+        """A rank that left on its own: a named stop, a livelock, or a crash."""
+        for r, p in enumerate(self.procs):
+            if p.exitcode is None:
+                continue
+            rep = self._report(r)
+            if rep is None:
+                return "dead_peer", f"rank{r} exited with code {p.exitcode} and no report"
+            if rep["state"] == "stopped":
+                reason = rep["stop_reason"] or rep["error"]
+                return ("livelocked" if reason.startswith("livelock") else "stopped"), reason
+            if rep["state"] == "error":
+                return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
+            if not self.driver.shutdown_sent:
+                return "crashed", f"rank{r} left the loop before shutdown"
+        return None
+
+    def _sample(self, now: float) -> None:
+        b, t = self.board, round(now - self.t0, 3)
+        prev = self.metrics[-1] if self.metrics else None
+        group = {"t_s": t, "rank": -1, "phase": "pp", "epoch": 0, "passes": 0, "tokens": self.driver.tokens,
+                 "finished": self.driver.count("served"), "voids": 0, "flips": 0, "retractions": 0}
+        for r in range(self.world):
+            f = b.fields(r)
+            row = {"t_s": t, "rank": r, "phase": "tp" if int(f[F.PHASE]) else "pp", "epoch": int(f[F.EPOCH]),
+                   "passes": int(f[F.PASS]), "tokens": int(f[F.TOKENS]), "finished": int(f[F.FINISHED]),
+                   "voids": int(f[F.VOIDS]), "flips": int(f[F.FLIPS]), "retractions": int(f[F.RETRACTIONS]),
+                   "out_tok_s": 0.0}
+            self.metrics.append(row)
+            group["passes"] += row["passes"]
+            group["retractions"] += row["retractions"]
+            if r == 0:
+                group.update(phase=row["phase"], epoch=row["epoch"], voids=row["voids"], flips=row["flips"])
+        last = next((m for m in reversed(self.metrics[:-self.world]) if m["rank"] == -1), None) if prev else None
+        dt = t - last["t_s"] if last else t
+        group["out_tok_s"] = (group["tokens"] - (last["tokens"] if last else 0)) / dt if dt > 0 else 0.0
+        self.metrics.append(group)
+
+    def run(self, cfg_dict: dict) -> dict:
+        """Returns the raw outcome; the caller (run.py) writes the store."""
+        os.makedirs(os.path.join(self.run_dir, "ranks"), exist_ok=True)
+        self.board_path = os.path.join(self.run_dir, "ranks", "board.bin")
+        self.board = Board(self.board_path, self.world, create=True)
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        self.t0, t0_ns = time.time(), time.monotonic_ns()
+        w = self.cfg.watch
+        verdict, reason, pm = None, "", None
+        try:
+            self._spawn(cfg_dict)
+            self.driver = Driver(Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+                                 self.in_q, self.out_q, self.t0)
+            wd = Watchdog(self.board, self.procs, float(w.stall_s))
+            prog = Progress(float(w.progress_s), None if self.driver.deadline else self.driver.limit)
+            next_sample = self.t0
+            while verdict is None:
+                self.driver.pump()
+                self.driver.collect(timeout=float(w.poll_s))
+                now = time.time()
+                if now >= next_sample:
+                    self._sample(now)
+                    next_sample = now + METRICS_EVERY_S
+                if self.interrupted:
+                    verdict, reason = "interrupted", "signal received"
+                    break
+                if self.driver.done:
+                    self.driver.request_shutdown()
+                if all(p.exitcode is not None for p in self.procs) and self.driver.shutdown_sent:
+                    rv = self._rank_verdict()
+                    verdict, reason = rv or ("served", "")
+                    break
+                rv = self._rank_verdict()
+                if rv:
+                    verdict, reason = rv
+                    break
+                outstanding = not self.driver.done or self.driver.shutdown_sent
+                v = wd.check((self.driver.tokens, self.driver.count("served"), self.driver.count("refused")),
+                             outstanding)
+                if v == "dead_peer":
+                    verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
+                elif v == "wedged":
+                    verdict, reason = v, f"no progress for {wd.stalled_for:.1f}s with every rank blocked"
+                elif now - self.t0 > float(w.max_run_s):
+                    verdict = "straggler" if wd.status == "straggler" else "timeout"
+                    reason = f"watch.max_run_s={w.max_run_s} reached ({wd.status})"
+                elif self.driver.shutdown_sent and wd.stalled_for > SHUTDOWN_GRACE_S:
+                    verdict, reason = "crashed", "ranks did not leave after shutdown"
+                served = self.driver.count("served")
+                prog.maybe(served, self.driver.tokens, int(self.board.fields(0)[F.FLIPS]),
+                           int(self.board.fields(0)[F.VOIDS]), int(self.board.fields(0)[F.INFLIGHT]), wd.status)
+            self.driver.collect()
+            self._sample(time.time())
+            if verdict != "served":
+                pm = postmortem.write(self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0)
+        finally:
+            self._teardown()
+            for s, h in old.items():
+                signal.signal(s, h)
+        for r in range(self.world):
+            self._report(r)
+        self.driver.finalize()
+        return {"verdict": verdict, "reason": reason, "postmortem": pm,
+                "max_inflight": max(int(self.board.fields(r)[F.MAX_INFLIGHT]) for r in range(self.world))}
+
+    def _teardown(self) -> None:
+        """Every child goes, on every path: terminate, then kill what is left."""
+        procs = getattr(self, "procs", [])
+        deadline = time.time() + (3.0 if getattr(self, "driver", None) and self.driver.shutdown_sent else 0.0)
+        for p in procs:
+            p.join(timeout=max(0.0, deadline - time.time()))
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=2.0)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=2.0)
+        for q in (getattr(self, "in_q", None), getattr(self, "out_q", None)):
+            if q is not None:
+                q.cancel_join_thread()
+                q.close()
+
+    @property
+    def dims(self):
+        return dims_of(self.cfg)

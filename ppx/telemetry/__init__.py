@@ -1,0 +1,1 @@
+"""Counters, events, the run store, the W&B sink and the progress display."""

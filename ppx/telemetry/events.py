@@ -1,0 +1,38 @@
+"""Per-rank event log: one JSON line per event, flushed as written, so a rank that is killed
+in a wedge still leaves its last events for the post-mortem."""
+
+from __future__ import annotations
+
+import json
+import time
+
+
+class EventLog:
+    def __init__(self, path: str, rank: int, t0: float) -> None:
+        self.f = open(path, "a", buffering=1)
+        self.rank, self.t0 = rank, t0
+        self.counts: dict[str, int] = {}
+
+    def emit(self, kind: str, pass_id: int = -1, slot: int = -1, rid: int = -1, epoch: int = 0,
+             detail: str = "") -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        row = {"t_s": round(time.time() - self.t0, 6), "rank": self.rank, "kind": kind,
+               "pass_id": pass_id, "slot": slot, "rid": rid, "epoch": epoch, "detail": detail}
+        self.f.write(json.dumps(row) + "\n")
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def read_events(path: str) -> list[dict]:
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break  # a line cut by a kill
+    except FileNotFoundError:
+        pass
+    return rows

@@ -1,0 +1,47 @@
+"""W&B sink: one run per engine boot, offline by default, finished in a `finally`.
+
+The run is opened after the engine has stopped, so W&B's own service process never competes
+with the ranks for the CPU, and `wandb.teardown()` makes sure it does not outlive the run.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def log_run(cfg, run_dir: str, summary: dict, metrics: list[dict], events: list[dict], resolved: dict) -> str | None:
+    lg = cfg.logger
+    if lg.name == "none" or lg.mode == "disabled":
+        return None
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb
+
+    choices = summary.get("choices", {})
+    tags = [f"{k}={v}" for k, v in choices.items() if k not in ("seed",)] + list(lg.tags or [])
+    run = None
+    try:
+        run = wandb.init(
+            project=lg.project, entity=lg.entity, mode=lg.mode, dir=run_dir,
+            group=lg.group or summary.get("study") or choices.get("exp") or "adhoc",
+            job_type="supervisor", config=resolved, tags=[t[:64] for t in tags],
+            name=os.path.basename(run_dir.rstrip("/")),
+            settings=wandb.Settings(console="off", x_disable_stats=True),
+        )
+        for row in metrics:
+            if row["rank"] == -1:
+                run.log({f"group/{k}": row[k] for k in ("tokens", "finished", "voids", "flips",
+                                                        "retractions", "out_tok_s", "passes")} | {"t_s": row["t_s"]})
+        if events:
+            table = wandb.Table(columns=list(events[0].keys()), data=[list(e.values()) for e in events[:2000]])
+            run.log({"events": table})
+        for k, v in summary.items():
+            if isinstance(v, (int, float, str, bool)) or v is None:
+                run.summary[k] = v
+        for k, per in summary.get("per_rank", {}).items():
+            for r, v in enumerate(per):
+                run.summary[f"rank{r}/{k}"] = v
+        return run.dir
+    finally:
+        if run is not None:
+            run.finish()
+        wandb.teardown()

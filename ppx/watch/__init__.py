@@ -1,0 +1,1 @@
+"""Watchdog, blocked-on ledger reader, wait-for graph, stack capture, post-mortem."""
