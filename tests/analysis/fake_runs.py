@@ -247,8 +247,16 @@ def _write_postmortem(run_dir: Path, pp: int, wall: float, cycle, blocked_on) ->
     for r in range(pp):
         (pm / "stacks" / f"rank{r}.txt").write_text(f"Thread rank{r}:\n  File channels.py, recv\n")
         last[f"rank{r}"] = [
-            {"t_s": wall - 0.1 * k, "rank": r, "kind": "pass", "pass_id": 100 - k, "slot": k % 2,
-             "rid": -1, "epoch": 0, "detail": ""}
+            {
+                "t_s": wall - 0.1 * k,
+                "rank": r,
+                "kind": "pass",
+                "pass_id": 100 - k,
+                "slot": k % 2,
+                "rid": -1,
+                "epoch": 0,
+                "detail": "",
+            }
             for k in range(3)
         ]
     (pm / "last_events.json").write_text(json.dumps(last))
@@ -259,10 +267,13 @@ def _write_postmortem(run_dir: Path, pp: int, wall: float, cycle, blocked_on) ->
         for r in range(pp):
             t0 = wall - 1.2 + p * 0.1 + r * 0.01
             last_pass = p == 11
-            for op, kind, dur in (("compute", "proxy", 0.03), ("send", "chain", 0.0),
-                                  ("flush" if r == 0 else "recv", "chain", 0.01),
-                                  ("recv", "decision", 0.05 if not last_pass else 1.0),
-                                  ("pass", "", 0.08)):
+            for op, kind, dur in (
+                ("compute", "proxy", 0.03),
+                ("send", "chain", 0.0),
+                ("flush" if r == 0 else "recv", "chain", 0.01),
+                ("recv", "decision", 0.05 if not last_pass else 1.0),
+                ("pass", "", 0.08),
+            ):
                 for k, v in zip(ops, (t0, r, op, (r + 1) % pp, kind, p % 2, p, seq, dur)):
                     ops[k].append(v)
                 seq += 1

@@ -44,8 +44,17 @@ def _configs(group: str) -> list[str]:
 
 
 def _multirun(sweep_dir: Path, overrides: list[str], timeout: float = 240) -> None:
-    cmd = [sys.executable, "-m", "ppx.run", "-m", "hydra/launcher=joblib",
-           f"hydra.sweep.dir={sweep_dir}", "+exp=smoke", "pp=2", *overrides]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ppx.run",
+        "-m",
+        "hydra/launcher=joblib",
+        f"hydra.sweep.dir={sweep_dir}",
+        "+exp=smoke",
+        "pp=2",
+        *overrides,
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     # A wedged run is a finished run with a verdict; only a missing summary is an error.
     if not list(sweep_dir.glob("*/summary.json")):

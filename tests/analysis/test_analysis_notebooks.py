@@ -7,8 +7,6 @@ write tables with the expected rows. A separate check keeps the .ipynb in sync w
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jupytext
 import nbformat
 import pandas as pd
@@ -35,8 +33,9 @@ def _execute(name: str, params: dict[str, object], monkeypatch) -> nbformat.Note
     # The kernel inherits our environment: let it pick the inline backend. It runs in
     # notebooks/ like JupyterLab would, so the notebook must find `ppx` by itself.
     monkeypatch.delenv("MPLBACKEND", raising=False)
-    client = NotebookClient(nb, timeout=180, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
     client.execute()
     return nb
 
@@ -63,8 +62,9 @@ def test_ipynb_matches_py(name: str) -> None:
 
 def test_compare_notebook(generated, tmp_path, monkeypatch) -> None:
     out = tmp_path / "out"
-    nb = _execute("compare", {"runs_root": str(generated.runs_root), "out_dir": str(out)},
-                  monkeypatch)
+    nb = _execute(
+        "compare", {"runs_root": str(generated.runs_root), "out_dir": str(out)}, monkeypatch
+    )
     assert _pngs(nb) >= 3
     for fig in ("verdict_grid", "bars", "latency"):
         assert (out / f"{fig}.png").stat().st_size > 1000
@@ -80,8 +80,16 @@ def test_compare_notebook(generated, tmp_path, monkeypatch) -> None:
 
 def test_postmortem_notebook(generated, tmp_path, monkeypatch) -> None:
     out = tmp_path / "out"
-    nb = _execute("postmortem", {"run_dir": None, "runs_root": str(generated.runs_root),
-                                 "out_dir": str(out), "last_s": None}, monkeypatch)
+    nb = _execute(
+        "postmortem",
+        {
+            "run_dir": None,
+            "runs_root": str(generated.runs_root),
+            "out_dir": str(out),
+            "last_s": None,
+        },
+        monkeypatch,
+    )
     assert _pngs(nb) >= 2
     assert (out / "waitfor.png").exists() and (out / "ops_timeline.png").exists()
     cycle = pd.read_csv(out / "cycle.csv")
@@ -91,8 +99,16 @@ def test_postmortem_notebook(generated, tmp_path, monkeypatch) -> None:
 
 def test_flip_notebook(generated, tmp_path, monkeypatch) -> None:
     out = tmp_path / "out"
-    nb = _execute("flip_timeline", {"run_dir": None, "runs_root": str(generated.flip_root),
-                                    "out_dir": str(out), "window_s": 0.5}, monkeypatch)
+    nb = _execute(
+        "flip_timeline",
+        {
+            "run_dir": None,
+            "runs_root": str(generated.flip_root),
+            "out_dir": str(out),
+            "window_s": 0.5,
+        },
+        monkeypatch,
+    )
     assert _pngs(nb) >= 1
     assert (out / "flip_timeline.png").exists()
     impact = pd.read_csv(out / "flip_impact.csv")

@@ -38,13 +38,27 @@ def _fake_wandb(runs: list[_Run], calls: list) -> types.ModuleType:
 
 def test_load_wandb_same_shape(monkeypatch, matrix_root) -> None:
     local = pa.load_runs(matrix_root)
-    nested = {"verdict": "served", "voids": 3, "out_tok_s": 9.5, "_runtime": 4.0,
-              "choices": {"guard": "rid", "pp": 2}, "per_rank": {"voids": [1, 2]}}
-    flat = {"verdict": "wedged", "voids": 5, "choices/guard": "prefix", "choices/pp": 3,
-            "cycle": "rank0 -[x]-> rank1 -[y]-> rank0"}
+    nested = {
+        "verdict": "served",
+        "voids": 3,
+        "out_tok_s": 9.5,
+        "_runtime": 4.0,
+        "choices": {"guard": "rid", "pp": 2},
+        "per_rank": {"voids": [1, 2]},
+    }
+    flat = {
+        "verdict": "wedged",
+        "voids": 5,
+        "choices/guard": "prefix",
+        "choices/pp": 3,
+        "cycle": "rank0 -[x]-> rank1 -[y]-> rank0",
+    }
     from_config = {"verdict": "served", "voids": 1}
-    runs = [_Run("a", nested, {}), _Run("b", flat, {}), _Run("c", from_config,
-                                                           {"guard": "off", "pp": 4})]
+    runs = [
+        _Run("a", nested, {}),
+        _Run("b", flat, {}),
+        _Run("c", from_config, {"guard": "off", "pp": 4}),
+    ]
     calls: list = []
     monkeypatch.setitem(sys.modules, "wandb", _fake_wandb(runs, calls))
     monkeypatch.delenv("WANDB_MODE", raising=False)

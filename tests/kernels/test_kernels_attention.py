@@ -25,9 +25,19 @@ EXTEND_BATCHES = {
 }
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def _matrix(dtypes: list[torch.dtype], others: list, full: object) -> list:
+    """fp32 and bf16 against every variant; fp16 (same code path as bf16 but for the
+    dtype) only against ``full``, to keep the interpreted suite fast."""
+    return [
+        pytest.param(dt, o, id=f"{o}-{dt}")
+        for dt in dtypes
+        for o in others
+        if dt != torch.float16 or o == full
+    ]
+
+
 @pytest.mark.parametrize("heads", GQA, ids=GQA_IDS)
-@pytest.mark.parametrize("batch", list(EXTEND_BATCHES), ids=str)
+@pytest.mark.parametrize("dtype,batch", _matrix(DTYPES, list(EXTEND_BATCHES), "ragged"))
 def test_extend_attention(ref, tri, device, dtype, heads, batch):
     ext, pre = EXTEND_BATCHES[batch]
     case = make_extend_case(ext, pre, *heads, head_dim=32, dtype=dtype, device=device)
@@ -42,6 +52,21 @@ def test_extend_attention_odd_head_dim(ref, tri, device):
     assert_kernel_close(out, ref.extend_attention(*case.args()), what="extend d=24")
 
 
+def test_extend_attention_views_of_fused_qkv(ref, tri, device):
+    # q/k/v as strided views of one projection output, with an empty prefix and empty pool.
+    t, nh, nkv, d = 7, 4, 2, 16
+    qkv = torch.randn(t, (nh + 2 * nkv) * d, generator=torch.Generator().manual_seed(5))
+    qkv = qkv.to(device)
+    q = qkv[:, : nh * d].view(t, nh, d)
+    k = qkv[:, nh * d : (nh + nkv) * d].view(t, nkv, d)
+    v = qkv[:, (nh + nkv) * d :].view(t, nkv, d)
+    pool = torch.empty(0, nkv, d, device=device)
+    ptr = torch.tensor([0, t], device=device)
+    no_prefix = torch.zeros(2, dtype=torch.int64, device=device)
+    args = (q, k, v, pool, pool, ptr, no_prefix, no_prefix[:0], d**-0.5)
+    assert_kernel_close(tri.extend_attention(*args), ref.extend_attention(*args), what="qkv")
+
+
 def test_extend_attention_all_cached(ref, tri, device):
     # Every request is fully cached: no new tokens anywhere, so nothing to compute.
     case = make_extend_case([0, 0], [5, 3], 4, 2, head_dim=16, dtype=torch.float32, device=device)
@@ -50,9 +75,8 @@ def test_extend_attention_all_cached(ref, tri, device):
     assert_kernel_close(out, ref.extend_attention(*case.args()), what="extend empty")
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("heads", GQA, ids=GQA_IDS)
-@pytest.mark.parametrize("num_splits", [1, 5])
+@pytest.mark.parametrize("dtype,num_splits", _matrix(DTYPES, [1, 5], 5))
 def test_decode_attention(ref, tri, device, dtype, heads, num_splits):
     # kv_len 1 and 3 are shorter than 5 splits: some splits are empty and must be ignored;
     # 40 and 70 do not divide evenly, so the last split is short.
