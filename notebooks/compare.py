@@ -31,6 +31,7 @@ by = ["admission", "guard", "ordering"]  # grouping for tables and bars
 
 # %%
 # %matplotlib inline
+# ruff: noqa: B018  (cells end in a bare expression: that is how Jupyter shows it)
 try:
     import ppx.analysis as pa
 except ModuleNotFoundError:  # a checkout without `pip install -e .`: use the repo root
@@ -50,7 +51,7 @@ runs[["run_id", *by, "verdict", "out_tok_s", "ttft_ms_p50", "voids", "flips", "r
 
 # %%
 fig = pa.plot_verdict_grid(runs, rows=rows, cols=cols, value="voids")
-pa.save_figure(fig, out_dir, "verdict_grid");
+pa.save_figure(fig, out_dir, "verdict_grid")
 
 # %% [markdown]
 # ## Side-by-side numbers
@@ -68,7 +69,7 @@ pa.verdict_counts(runs, by=by)
 
 # %%
 fig = pa.plot_bars(runs, by=by, metrics=["voids", "flips", "out_tok_s"])
-pa.save_figure(fig, out_dir, "bars");
+pa.save_figure(fig, out_dir, "bars")
 
 # %% [markdown]
 # ## Latency distributions (served requests)
@@ -76,7 +77,7 @@ pa.save_figure(fig, out_dir, "bars");
 # %%
 requests = pa.load_requests(runs)
 fig = pa.plot_latency(requests, by=by)
-pa.save_figure(fig, out_dir, "latency");
+pa.save_figure(fig, out_dir, "latency")
 
 # %% [markdown]
 # ## Runs that were not served

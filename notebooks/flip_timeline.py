@@ -28,6 +28,7 @@ window_s = 0.5  # events within this many seconds of a flip count towards it
 
 # %%
 # %matplotlib inline
+# ruff: noqa: B018  (cells end in a bare expression: that is how Jupyter shows it)
 try:
     import ppx.analysis as pa
 except ModuleNotFoundError:  # a checkout without `pip install -e .`: use the repo root
@@ -40,13 +41,15 @@ runs = pa.load_runs(runs_root if run_dir is None else run_dir)
 if run_dir is None:
     run_dir = runs.sort_values("flips", ascending=False)["run_dir"].iloc[0]
 row = pa.load_runs(run_dir).iloc[0]
-print(f"run: {run_dir}\nverdict: {row['verdict']}  flips: {row['flips']}  "
-      f"voids: {row['voids']}  retractions: {row['retractions']}  "
-      f"cutover p50/max: {row['cutover_ms_p50']}/{row['cutover_ms_max']} ms")
+print(
+    f"run: {run_dir}\nverdict: {row['verdict']}  flips: {row['flips']}  "
+    f"voids: {row['voids']}  retractions: {row['retractions']}  "
+    f"cutover p50/max: {row['cutover_ms_p50']}/{row['cutover_ms_max']} ms"
+)
 
 # %%
 fig = pa.plot_flip_timeline(run_dir)
-pa.save_figure(fig, out_dir, "flip_timeline");
+pa.save_figure(fig, out_dir, "flip_timeline")
 
 # %% [markdown]
 # ## Cost of each flip
@@ -63,4 +66,6 @@ impact
 if runs["flip"].nunique() > 1:
     fig = pa.plot_bars(runs, by="flip", metrics=["out_tok_s", "voids", "retractions"])
     pa.save_figure(fig, out_dir, "flip_bars")
-pa.wide(pa.compare(runs, by="flip", metrics=["out_tok_s", "voids", "retractions", "cutover_ms_p50"]))
+pa.wide(
+    pa.compare(runs, by="flip", metrics=["out_tok_s", "voids", "retractions", "cutover_ms_p50"])
+)

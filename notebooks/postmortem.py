@@ -29,6 +29,7 @@ last_s = None  # zoom the ops timeline to the last N seconds before the stall
 
 # %%
 # %matplotlib inline
+# ruff: noqa: B018  (cells end in a bare expression: that is how Jupyter shows it)
 try:
     import ppx.analysis as pa
 except ModuleNotFoundError:  # a checkout without `pip install -e .`: use the repo root
@@ -56,7 +57,7 @@ print(f"cycle:   {pm.cycle}")
 
 # %%
 fig = pa.plot_waitfor(run_dir)
-pa.save_figure(fig, out_dir, "waitfor");
+pa.save_figure(fig, out_dir, "waitfor")
 
 # %%
 cycle = pa.cycle_table(pm.cycle)
@@ -70,7 +71,7 @@ cycle
 
 # %%
 fig = pa.plot_ops_timeline(run_dir, last_s=last_s)
-pa.save_figure(fig, out_dir, "ops_timeline");
+pa.save_figure(fig, out_dir, "ops_timeline")
 
 # %% [markdown]
 # ## What each rank reported last

@@ -27,6 +27,11 @@ class Kind(enum.IntEnum):
         return self.name.lower()
 
 
+class StopRun(Exception):
+    """A detected divergence (or an exhausted readiness budget) the policy does not handle:
+    the run ends `stopped` with this reason."""
+
+
 class Flag(enum.IntFlag):
     NONE = 0
     VOID = 1  # the pass ran nowhere; keeps the output ring matched
@@ -50,6 +55,7 @@ class Req:
     row: int = -1  # its row in req_to_token, -1 when it holds none
     node: object | None = None  # radix node locked on its behalf
     reserved: int = 0  # KV tokens reserved for the rest of its decode
+    admit_seq: int = 0  # bumped at every admission: a stale void must not touch a newer one
 
     @property
     def prompt_len(self) -> int:
@@ -107,7 +113,12 @@ class SlotBatch:
     mode: str  # "prefill" or "decode"
     entries: list[Entry]
     epoch: int = 0
-    voided: bool = False
+    voided: bool = False  # ran nowhere: every rank re-queues its requests at the output
+    launched: bool = False  # this rank computed it (its KV is real)
+    placed: bool = True  # this rank allocated KV for it (a retracting rank did not)
+    incarnation: dict[int, int] = field(default_factory=dict)  # rid -> admit_seq at placing
+    obs: list[list[int]] = field(default_factory=list)  # [rank, rid, told, local] retractions
+    rolled: set[int] = field(default_factory=set)  # rids whose allocation was rolled back
 
     @property
     def num_reqs(self) -> int:

@@ -44,7 +44,7 @@ def test_void_requeues_each_request_once_and_keeps_tokens():
     s.add([Req(0, [1, 2, 3], 4), Req(1, [4, 5, 6], 4)])
     b = pol.local_prefill(0, 0)
     assert b.num_reqs == 2
-    s.void(b, launched=False)
+    s.void(b)  # placed, never launched: the allocation is rolled back
     assert [r.rid for r in s.waiting] == [0, 1]
     assert s.cache.ledger()["num_violations"] == 0 and s.cache.reserved == 0
     b = pol.local_prefill(0, 1)

@@ -12,6 +12,7 @@ The usual loop::
 from __future__ import annotations
 
 from ppx.analysis.compare import compare, verdict_counts, wide
+from ppx.analysis.export import save_figure, save_table
 from ppx.analysis.load import (
     load_events,
     load_requests,
@@ -20,7 +21,6 @@ from ppx.analysis.load import (
     load_summary,
     read_overrides,
 )
-from ppx.analysis.export import save_figure, save_table
 from ppx.analysis.plots import plot_bars, plot_latency, plot_verdict_grid
 from ppx.analysis.postmortem import (
     Postmortem,

@@ -14,15 +14,15 @@ import re
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 
 from ppx.analysis.schema import CHOICE_KEYS, NESTED_KEYS, RUN_COLUMNS, coerce_runs
 
-PathLike = Union[str, os.PathLike]
-RunsArg = Union[PathLike, Iterable[PathLike], pd.DataFrame]
+PathLike = str | os.PathLike
+RunsArg = PathLike | Iterable[PathLike] | pd.DataFrame
 
 SERIES_COLUMNS = ["t_s", "rank", "phase", "epoch", "passes", "tokens", "finished", "voids"]
 SERIES_COLUMNS += ["flips", "retractions", "out_tok_s"]
@@ -75,8 +75,11 @@ def load_summary(run_dir: PathLike) -> dict[str, Any]:
 
 
 def summary_record(summary: dict[str, Any]) -> dict[str, Any]:
-    """Flatten one summary into a frame row: choices become top-level, nested keys drop."""
-    rec = {k: v for k, v in summary.items() if k not in NESTED_KEYS}
+    """Flatten one summary into a frame row: choices become top-level; nested values
+    (per-rank lists, `blocked_on`, any list an engine adds) stay out of the flat frame."""
+    rec = {
+        k: v for k, v in summary.items() if k not in NESTED_KEYS and not isinstance(v, (list, dict))
+    }
     for key, value in (summary.get("choices") or {}).items():
         rec[key] = value
     return rec

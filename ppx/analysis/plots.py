@@ -25,7 +25,7 @@ def verdict_color(verdict: object) -> str:
 
 
 def group_label(values: object, keys: Sequence[str]) -> str:
-    """"guard=rid, ordering=decision_first" for a groupby key (scalar or tuple)."""
+    """ "guard=rid, ordering=decision_first" for a groupby key (scalar or tuple)."""
     vals = values if isinstance(values, tuple) else (values,)
     return ", ".join(f"{k}={v}" for k, v in zip(keys, vals))
 
@@ -63,8 +63,10 @@ def plot_verdict_grid(
     rkey, ckey = _keyed(df, rows), _keyed(df, cols)
     rlabels, clabels = sorted(rkey.unique()), sorted(ckey.unique())
     verdicts = _ordered_verdicts(df["verdict"])
+    # Size from the content: long row labels and the legend must not squeeze the cells.
+    label_w = 0.075 * max((len(str(r)) for r in rlabels), default=0)
     fig, ax = plt.subplots(
-        figsize=(max(4.0, 1.0 + 2.2 * len(clabels)), max(2.5, 0.9 + 0.7 * len(rlabels)))
+        figsize=(2.6 + label_w + 2.0 * len(clabels), max(2.5, 1.2 + 0.7 * len(rlabels)))
     )
     for i, rl in enumerate(rlabels):
         for j, cl in enumerate(clabels):
@@ -126,8 +128,13 @@ def plot_bars(
         ax.bar(x, np.nan_to_num(mean), color=[verdict_color(v) for v in majority])
         ax.errorbar(x, mean, yerr=np.nan_to_num(err), fmt="none", ecolor="0.3", capsize=3)
         for xi, top, n in zip(x, part["max"].to_numpy(dtype=float), part["runs"]):
-            ax.annotate(f"n={n}" if np.isfinite(top) else "n/a", (xi, np.nan_to_num(top)),
-                        ha="center", va="bottom", fontsize=7)
+            ax.annotate(
+                f"n={n}" if np.isfinite(top) else "n/a",
+                (xi, np.nan_to_num(top)),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
         ax.set_xlabel(" / ".join(by), fontsize=8)
         ax.set_title(metric)
@@ -178,6 +185,12 @@ def plot_latency(
     fig.tight_layout()
     if handles:
         # Below the panels: group labels are long and would hide the curves' tails.
-        fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=min(2, len(labels)),
-                   bbox_to_anchor=(0.5, 0.0))
+        fig.legend(
+            handles,
+            labels,
+            fontsize=7,
+            loc="upper center",
+            ncol=min(2, len(labels)),
+            bbox_to_anchor=(0.5, 0.0),
+        )
     return fig

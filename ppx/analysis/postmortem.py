@@ -36,8 +36,10 @@ def parse_cycle(cycle: str | None) -> list[tuple[int, int, str]]:
 
 def cycle_table(cycle: str | None) -> pd.DataFrame:
     """The cycle as a table: who waits, for whom, on what."""
-    rows = [{"waiter": f"rank{s}", "waits_for": f"rank{d}", "on": label}
-            for s, d, label in parse_cycle(cycle)]
+    rows = [
+        {"waiter": f"rank{s}", "waits_for": f"rank{d}", "on": label}
+        for s, d, label in parse_cycle(cycle)
+    ]
     return pd.DataFrame(rows, columns=["waiter", "waits_for", "on"])
 
 
@@ -96,10 +98,13 @@ def load_postmortem(run_dir: PathLike) -> Postmortem:
     except (OSError, json.JSONDecodeError):
         summary = {}
     pm = Postmortem(run_dir=run_dir, verdict=summary.get("verdict"), reason=summary.get("reason"))
-    pm.cycle = summary.get("cycle")
-    if not pm.cycle and (pm_dir / "cycle.txt").exists():
-        pm.cycle = (pm_dir / "cycle.txt").read_text().strip() or None
     pm.waitfor = _read_json(pm_dir / "waitfor.json") or pm.waitfor
+    # The summary's cycle first, then the graph's; cycle.txt is a human rendering that
+    # may say "no cycle", so it only counts when it parses as one.
+    pm.cycle = summary.get("cycle") or pm.waitfor.get("cycle")
+    if not pm.cycle and (pm_dir / "cycle.txt").exists():
+        text = (pm_dir / "cycle.txt").read_text().strip()
+        pm.cycle = text if parse_cycle(text) else None
     pm.blocked_on = _read_json(pm_dir / "blocked_on.json") or summary.get("blocked_on")
     pm.ledger = _read_json(pm_dir / "ledger.json")
     for path in sorted((pm_dir / "stacks").glob("rank*.txt")):

@@ -8,6 +8,7 @@ post-mortem needs no graph library; two ranks waiting on each other get two dist
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -38,7 +39,9 @@ def plot_waitfor(run_dir: PathLike) -> Figure:
     edges = [(int(e["src"]), int(e["dst"]), str(e.get("label", ""))) for e in pm.waitfor["edges"]]
     if not edges:
         edges = pm.cycle_edges  # fall back to the cycle string when the graph is missing
-    nodes = sorted({int(n) for n in pm.waitfor.get("nodes", [])} | {r for e in edges for r in e[:2]})
+    nodes = sorted(
+        {int(n) for n in pm.waitfor.get("nodes", [])} | {r for e in edges for r in e[:2]}
+    )
     on_cycle = {(s, d) for s, d, _ in pm.cycle_edges}
     pairs = {(s, d) for s, d, _ in edges}
     fig, ax = plt.subplots(figsize=(5.5, 5.0))
@@ -52,8 +55,10 @@ def plot_waitfor(run_dir: PathLike) -> Figure:
     # rank0 on the left, then clockwise: with two ranks the arcs bow up and down, which
     # leaves room for long horizontal labels.
     pos = {
-        n: (math.cos(math.pi - 2 * math.pi * i / len(nodes)),
-            math.sin(math.pi - 2 * math.pi * i / len(nodes)))
+        n: (
+            math.cos(math.pi - 2 * math.pi * i / len(nodes)),
+            math.sin(math.pi - 2 * math.pi * i / len(nodes)),
+        )
         for i, n in enumerate(nodes)
     }
     radius = 0.17
@@ -71,9 +76,18 @@ def plot_waitfor(run_dir: PathLike) -> Figure:
             # of opposite edges keeps one sign and thereby gets two separate arcs.
             rad = -rad
         ax.annotate(
-            "", xy=(x2, y2), xytext=(x1, y1),
-            arrowprops={"arrowstyle": "-|>", "color": color, "lw": width, "shrinkA": 22,
-                        "shrinkB": 22, "connectionstyle": f"arc3,rad={rad}", "mutation_scale": 16},
+            "",
+            xy=(x2, y2),
+            xytext=(x1, y1),
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": color,
+                "lw": width,
+                "shrinkA": 22,
+                "shrinkB": 22,
+                "connectionstyle": f"arc3,rad={rad}",
+                "mutation_scale": 16,
+            },
         )
         # Midpoint of matplotlib's arc3 Bezier: halfway to its control point.
         ox, oy = 0.5 * rad * (y2 - y1), -0.5 * rad * (x2 - x1)
@@ -81,8 +95,16 @@ def plot_waitfor(run_dir: PathLike) -> Figure:
         # Anchor the label on the arc's outer side so opposite arcs' labels never overlap.
         ha = "left" if ox > 0.05 else "right" if ox < -0.05 else "center"
         va = "bottom" if oy > 0.05 else "top" if oy < -0.05 else "center"
-        ax.text(mx, my, label, ha=ha, va=va, fontsize=8, color=color,
-                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "lw": 0.6})
+        ax.text(
+            mx,
+            my,
+            label,
+            ha=ha,
+            va=va,
+            fontsize=8,
+            color=color,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "lw": 0.6},
+        )
     for n, (x, y) in pos.items():
         ax.add_patch(Circle((x, y), radius, facecolor="#eceff1", edgecolor="0.2", zorder=3))
         ax.text(x, y, _node_name(n), ha="center", va="center", fontsize=9, zorder=4)
@@ -90,6 +112,10 @@ def plot_waitfor(run_dir: PathLike) -> Figure:
     ax.set_ylim(-1.5, 1.5)
     if pm.cycle:
         title += f"\n{pm.cycle}"
+    elif pm.reason:
+        title += "\n" + textwrap.fill(pm.reason, 70)
+    if not edges:
+        ax.text(0, 0, "no wait-for edges recorded", ha="center", va="center", color="0.4")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
@@ -111,7 +137,7 @@ def plot_ops_timeline(run_dir: PathLike, last_s: float | None = None) -> Figure:
     ops = pm.ops
     fig, ax = plt.subplots(figsize=(11, 1.0 + 1.1 * max(1, ops["rank"].nunique())))
     if ops.empty:
-        ax.text(0.5, 0.5, "no ops.parquet in this run", ha="center", va="center")
+        ax.text(0.5, 0.5, "no channel operations recorded for this run", ha="center", va="center")
         ax.axis("off")
         return fig
     stall = _stall_time(run_dir, ops)
@@ -124,8 +150,9 @@ def plot_ops_timeline(run_dir: PathLike, last_s: float | None = None) -> Figure:
         y = len(ranks) - 1 - lane
         passes = part[part["op"] == "pass"]
         for k, (t, d) in enumerate(zip(passes["t_s"], passes["dur_s"].fillna(0))):
-            ax.broken_barh([(t, max(d, min_w))], (y + 0.55, 0.3),
-                           facecolors="#cfd8dc" if k % 2 else "#b0bec5")
+            ax.broken_barh(
+                [(t, max(d, min_w))], (y + 0.55, 0.3), facecolors="#cfd8dc" if k % 2 else "#b0bec5"
+            )
         chan = part[part["op"] != "pass"]
         for op, grp in chan.groupby("op"):
             spans = [(t, max(d, min_w)) for t, d in zip(grp["t_s"], grp["dur_s"].fillna(0))]
@@ -134,8 +161,13 @@ def plot_ops_timeline(run_dir: PathLike, last_s: float | None = None) -> Figure:
             last = chan.iloc[-1]
             # A blocked op has no meaningful duration yet: draw it up to the stall.
             end = stall if last["t_s"] < stall else float(last["t_s"]) + float(last["dur_s"] or 0)
-            ax.broken_barh([(last["t_s"], end - last["t_s"])], (y + 0.1, 0.4), facecolors="none",
-                           edgecolors="black", hatch="///")
+            ax.broken_barh(
+                [(last["t_s"], end - last["t_s"])],
+                (y + 0.1, 0.4),
+                facecolors="none",
+                edgecolors="black",
+                hatch="///",
+            )
             label = f"{last['op']} {last['kind']} slot={last['slot']} peer={last['peer']}"
             ax.text(last["t_s"], y + 0.02, label, fontsize=7, va="top")
     t0 = float(ops["t_s"].min())
@@ -146,10 +178,14 @@ def plot_ops_timeline(run_dir: PathLike, last_s: float | None = None) -> Figure:
     ax.set_ylim(-0.1, len(ranks) + 0.3)
     ax.set_xlabel("t (s since run start)")
     handles = [Patch(facecolor=c, label=o) for o, c in OP_COLORS.items()]
-    ax.legend(handles=handles, ncol=len(handles), fontsize=7, loc="upper left",
-              bbox_to_anchor=(0, -0.18))
-    ax.set_title(f"channel ops up to the stall — {pm.verdict or '?'}"
-                 + (f": {pm.cycle}" if pm.cycle else ""), fontsize=9)
+    ax.legend(
+        handles=handles, ncol=len(handles), fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.18)
+    )
+    ax.set_title(
+        f"channel ops up to the stall — {pm.verdict or '?'}"
+        + (f": {pm.cycle}" if pm.cycle else ""),
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig
 
@@ -160,8 +196,9 @@ def plot_flip_timeline(run_dir: PathLike) -> Figure:
     series = group_series(load_series(run_dir))
     events = load_events(run_dir)
     flips = flip_windows(events)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True,
-                                      gridspec_kw={"height_ratios": [2, 1]})
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(10, 5.5), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+    )
     if len(series):
         top.step(series["t_s"], series["out_tok_s"], where="post", color="#1e88e5", lw=1.2)
         _shade_phases(top, series)
@@ -175,8 +212,13 @@ def plot_flip_timeline(run_dir: PathLike) -> Figure:
     for kind, color, name in (("void", "#8e24aa", "voids"), ("retract", "#e53935", "retractions")):
         t = np.sort(events.loc[events["kind"] == kind, "t_s"].to_numpy(dtype=float))
         if t.size:
-            bottom.step(np.r_[0.0, t, end_t], np.r_[0, np.arange(1, t.size + 1), t.size],
-                        where="post", color=color, label=f"{name} ({t.size})")
+            bottom.step(
+                np.r_[0.0, t, end_t],
+                np.r_[0, np.arange(1, t.size + 1), t.size],
+                where="post",
+                color=color,
+                label=f"{name} ({t.size})",
+            )
             bottom.plot(t, np.zeros_like(t), "|", color=color, ms=10)
         else:
             bottom.plot([], [], color=color, label=f"{name} (0)")

@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 
 import torch
 
-from ppx.core import Kind, Message
+from ppx.core import Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
 
 MAX_TENSORS = 4
@@ -61,6 +61,7 @@ class Channels:
         self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
         self.seq_in: dict[tuple[int, int], int] = defaultdict(int)
         self.delays: dict[int, float] = {}  # kind -> seconds injected before a send (faults)
+        self.readiness_budget_s: float | None = None
 
     # -- send side -----------------------------------------------------------------------
     def send(self, dst: int, msg: Message) -> None:
@@ -117,6 +118,8 @@ class Channels:
             msg, metas = box.popleft()
             return self._pull(src, msg, metas)
         seq = self.seq_in[(src, int(kind))]
+        if self.readiness_budget_s is not None:
+            self._await_evidence(src, kind, slot, pass_id, seq)
         since = self.board.block(Op.RECV, src, kind, slot, pass_id, seq, width)
         while True:
             msg, metas = self._read_header(src)
@@ -126,6 +129,27 @@ class Channels:
         msg = self._pull(src, msg, metas)
         self.board.unblock(Op.RECV, src, kind, slot, pass_id, seq, since)
         return msg
+
+    def _await_evidence(self, src: int, kind: Kind, slot: int, pass_id: int, seq: int) -> None:
+        """The readiness contract: before a blocking receive, positive evidence that `src`
+        posted it (its sent counter moved past what we consumed, or the inbox holds it).
+        Polls shared counters, never the gloo wire; an exhausted budget is a named stop
+        instead of a silent forever-block."""
+        import time
+
+        if self.ready(src, kind):
+            return
+        since = self.board.block(Op.READY, src, kind, slot, pass_id, seq)
+        deadline = time.monotonic() + self.readiness_budget_s
+        while not self.ready(src, kind):
+            if time.monotonic() > deadline:
+                raise StopRun(
+                    f"readiness: rank{self.rank} waited {self.readiness_budget_s}s for {kind.label} "
+                    f"seq={seq} (slot={slot} pass={pass_id}) from rank{src}: sent="
+                    f"{self.board.peer_sent(src, kind)} consumed={int(self.board.consumed[src, kind])}"
+                )
+            time.sleep(0.0005)
+        self.board.unblock(Op.READY, src, kind, slot, pass_id, seq, since)
 
     def try_recv(self, src: int, kind: Kind) -> Message | None:
         """Only looks in the inbox; never touches the wire (gloo cannot be polled)."""

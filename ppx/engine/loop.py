@@ -26,6 +26,7 @@ class Step:
     part: str = ""  # "" (both halves), "send" or "recv" (decision only)
     block: bool = False  # lap: a blocking receive instead of a peek
     flush: bool = False  # complete this step's sends before going on
+    kinds: tuple[str, ...] = ()  # flush: only these kinds (default: every pending send)
 
 
 def parse_ordering(steps: list) -> list[Step]:
@@ -36,10 +37,14 @@ def parse_ordering(steps: list) -> list[Step]:
         name, _, part = str(spec.pop("step")).partition(".")
         if name not in STEPS or part not in ("", "send", "recv"):
             raise ValueError(f"unknown ordering step {item!r}; steps are {', '.join(STEPS)}")
-        unknown = set(spec) - {"block", "flush"}
+        unknown = set(spec) - {"block", "flush", "kinds"}
         if unknown:
             raise ValueError(f"ordering step {item!r}: unknown option(s) {sorted(unknown)}")
-        out.append(Step(name, part, bool(spec.get("block", False)), bool(spec.get("flush", False))))
+        kinds = tuple(str(k) for k in spec.get("kinds", ()))
+        bad = [k for k in kinds if k.upper() not in Kind.__members__]
+        if bad or (kinds and name != "flush"):
+            raise ValueError(f"ordering step {item!r}: `kinds` names message kinds, on a flush step")
+        out.append(Step(name, part, bool(spec.get("block", False)), bool(spec.get("flush", False)), kinds))
     names = [s.name for s in out]
     for required in ("chain", "schedule", "launch", "output", "flush"):
         if required not in names:
@@ -93,17 +98,31 @@ class PassSteps:
     # -- launch ---------------------------------------------------------------------------
     def step_launch(self, p: PassState, step: Step) -> None:
         b = p.batch
-        if b is None or b.voided:
+        if b is None:
             return
-        fi = self.sched.inputs(b, self.is_first)
+        fi = self.sched.inputs(b, self.is_first) if not b.voided else None
         if not self.is_first:
             msg = self.ch.recv(self.prev, Kind.PROXY, p.slot, p.pass_id, width=b.num_tokens)
+            if msg.flags & Flag.VOID or b.voided:
+                # a void travels down the pipeline on the proxy channel; an upstream payload
+                # was pulled (so the upstream flush completes) and is discarded
+                if msg.flags & Flag.VOID and msg.tensors:
+                    b.obs = msg.tensors[0].tolist() + b.obs
+                b.voided = True
+                if not self.is_last:
+                    obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
+                    self.ch.send(self.next, Message(Kind.PROXY, p.slot, p.pass_id, self.epoch,
+                                                    flags=Flag.VOID, tensors=[obs]))
+                    if step.flush:
+                        self.ch.flush([Kind.PROXY], p.pass_id)
+                return
             if not self.check_proxy(p, msg):
                 return
             fi.hidden = msg.tensors[0]
         since = self.board.block(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1)
         out = self.model.forward(fi, self.cache.k, self.cache.v, self.cache.req_to_token)
         self.board.unblock(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1, since)
+        b.launched = True
         self.sched.after_launch(b)
         self.board.add(F.WORK_PASSES)
         if self.is_last:
@@ -111,7 +130,7 @@ class PassSteps:
         else:
             fp = torch.tensor(b.fingerprint(), dtype=torch.int64)
             self.ch.send(self.next, Message(Kind.PROXY, p.slot, p.pass_id, self.epoch, tensors=[out, fp]))
-            if step.flush:  # the crossing completes before anything else this pass
+            if step.flush:  # a blocking crossing: completes before anything else this pass
                 self.ch.flush([Kind.PROXY], p.pass_id)
 
     def check_proxy(self, p: PassState, msg: Message) -> bool:
@@ -135,9 +154,12 @@ class PassSteps:
         b = p.batch
         if self.is_last and b is not None:
             tokens = self.sampled.pop(p.pass_id, torch.zeros(0, dtype=torch.int64))
-            flags = Flag.VOID if b.voided else 0
-            self.ch.send(0, Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, flags=flags,
-                                    aux=self.policy.void_aux(b), tensors=[tokens]))
+            if b.voided:  # a void output keeps rank 0's output receive matched
+                obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
+                msg = Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, flags=Flag.VOID, tensors=[tokens, obs])
+            else:
+                msg = Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, tensors=[tokens])
+            self.ch.send(0, msg)
         if not self.is_last and self.to_relay is not None:
             # each hop is one pass behind: relay what arrived last pass
             self.ch.send(self.next, self.to_relay)
@@ -158,4 +180,5 @@ class PassSteps:
         self.policy.lap(p, step.block)
 
     def step_flush(self, p: PassState, step: Step) -> None:
-        self.ch.flush(None, p.pass_id)
+        kinds = [Kind[k.upper()] for k in step.kinds] or None
+        self.ch.flush(kinds, p.pass_id)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from omegaconf import OmegaConf
 
-from ppx.core import Flag, Message
+from ppx.core import Kind, Message, StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.cache.kv import KVCache
@@ -32,10 +32,6 @@ from ppx.engine.scheduler import Scheduler
 from ppx.engine.transport.gloo import GlooTransport
 from ppx.config import dims_of, pool_sizes
 from ppx.telemetry.events import EventLog
-
-
-class StopRun(Exception):
-    """A detected divergence the policy does not handle: the run ends `stopped`."""
 
 
 @dataclass
@@ -71,6 +67,10 @@ class RankLoop(PassSteps):
         self.events = EventLog(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl"), a.rank, a.t0)
         self.t = GlooTransport(a.rank, a.world, a.port)
         self.ch = Channels(a.rank, a.world, self.t, self.board, cfg.device)
+        if cfg.engine.readiness:
+            self.ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
+        if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):
+            self.ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
         d = dims_of(cfg)
         per = d.layers // a.world
         dtype = getattr(torch, cfg.model.dtype)
@@ -113,6 +113,7 @@ class RankLoop(PassSteps):
         for req, tok in done:
             if req.finished:
                 self.board.add(F.FINISHED)
+                self.policy.on_served(req.rid)
                 self.events.emit("finish", p.pass_id, slot, req.rid, self.epoch, f"cached={req.cached}")
             if self.is_first:
                 self.intake.token(req.rid, tok, req.finished, req.cached)

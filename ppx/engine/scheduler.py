@@ -84,7 +84,8 @@ class Scheduler:
                 else:
                     self.chunked = req
         self.locs[pass_id] = locs
-        batch = SlotBatch(slot, pass_id, mode, entries)
+        batch = SlotBatch(slot, pass_id, mode, entries,
+                          incarnation={e.rid: self.reqs[e.rid].admit_seq for e in entries})
         self.inflight[slot] = batch
         return batch
 
@@ -144,22 +145,35 @@ class Scheduler:
         self.cache.release(req)
         del self.reqs[req.rid]
 
-    def void(self, batch: SlotBatch, launched: bool) -> list[Req]:
-        """The pass ran nowhere: undo its allocations and re-queue its requests at the front
-        (generated tokens kept, computed KV kept in the tree), each exactly once."""
+    def void(self, batch: SlotBatch) -> list[Req]:
+        """The pass ran nowhere: undo what this rank allocated but never computed and re-queue
+        the pass's requests at the front (generated tokens kept, computed KV kept in the tree),
+        each exactly once. A request re-admitted since (a newer admit_seq) is left alone."""
+        requeued = []
+        for e in reversed(batch.entries):
+            req = self.reqs.get(e.rid)
+            if req is None or batch.incarnation.get(e.rid) != req.admit_seq:
+                continue
+            if req.row >= 0:
+                self._rollback_unlaunched(req)
+            self.requeue(req)
+            requeued.append(req)
         if self.inflight[batch.slot] is batch:
             self.inflight[batch.slot] = None
         self.locs.pop(batch.pass_id, None)
-        requeued = []
-        for e in reversed(batch.entries):
-            req = self.reqs[e.rid]
-            if not launched:
-                self.cache.rollback(req, e.extend_len)
-                if batch.mode == "prefill":
-                    self.prefill_tokens -= e.extend_len
-            self.requeue(req)
-            requeued.append(req)
         return requeued
+
+    def _rollback_unlaunched(self, req: Req) -> None:
+        """Later chunks of `req` may already be placed in other slots (chunked prefill runs
+        ahead of outputs); what this rank has not computed must not reach the tree."""
+        batches = [b for b in self.inflight if b is not None and b.placed and not b.launched]
+        for b in sorted(batches, key=lambda b: -b.pass_id):
+            if b.incarnation.get(req.rid) == req.admit_seq and req.rid not in b.rolled:
+                e = next(x for x in b.entries if x.rid == req.rid)
+                self.cache.rollback(req, e.extend_len)
+                if b.mode == "prefill":
+                    self.prefill_tokens -= e.extend_len
+                b.rolled.add(req.rid)
 
     def requeue(self, req: Req) -> None:
         if req.slot >= 0 and req in self.running[req.slot]:

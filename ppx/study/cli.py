@@ -8,7 +8,6 @@ exit code is 0 only when every expectation holds and every cell produced a run.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import time
@@ -60,7 +59,7 @@ def _missing_cells(df: pd.DataFrame, cells: list[Cell]) -> list[Cell]:
     return [c for i, c in enumerate(cells) if i not in found]
 
 
-def evaluate(study: Study, runs_dir: Path, out: Path, echo=print) -> Outcome:
+def evaluate(study: Study, runs_dir: Path, out: Path, echo=print, plots: bool = True) -> Outcome:
     """Load the finished runs under `runs_dir`, check expectations, write table.md,
     table.csv, expectations.md and PNG figures into `out`, and print the verdicts."""
     out.mkdir(parents=True, exist_ok=True)
@@ -75,11 +74,13 @@ def evaluate(study: Study, runs_dir: Path, out: Path, echo=print) -> Outcome:
     table.to_csv(out / "table.csv", index=False)
     (out / "table.md").write_text(f"# {study.name}\n\n{study.question}\n\n" + to_markdown(table))
     (out / "expectations.md").write_text(expectations_markdown(study, results, missing))
-    write_plots(df, keys, out)
+    if plots:
+        write_plots(df, keys, out)
 
     echo("")
-    with pd.option_context("display.width", 200, "display.max_columns", 30,
-                           "display.max_colwidth", 48):
+    with pd.option_context(
+        "display.width", 200, "display.max_columns", 30, "display.max_colwidth", 48
+    ):
         echo(table.drop(columns=["run_dir"]).to_string(index=False) if len(table) else "(no runs)")
     echo("")
     for r in results:
@@ -88,13 +89,21 @@ def evaluate(study: Study, runs_dir: Path, out: Path, echo=print) -> Outcome:
         echo(f"MISSING  cell {cell_name(cell)} produced no run")
     met = sum(r.met for r in results)
     ok = met == len(results) and not missing and len(df) > 0
-    echo(f"\n{study.name}: {met}/{len(results)} expectations met, {len(df)} runs, "
-         f"{len(missing)} missing cells -> {'PASS' if ok else 'FAIL'}   (report: {out})")
+    echo(
+        f"\n{study.name}: {met}/{len(results)} expectations met, {len(df)} runs, "
+        f"{len(missing)} missing cells -> {'PASS' if ok else 'FAIL'}   (report: {out})"
+    )
     return Outcome(0 if ok else 1, results, table, missing, out)
 
 
-def run_study(study: Study, out: Path, extra: list[str], timeout_s: float | None = None,
-              poll_s: float = 1.0, echo=print) -> list[int]:
+def run_study(
+    study: Study,
+    out: Path,
+    extra: list[str],
+    timeout_s: float | None = None,
+    poll_s: float = 1.0,
+    echo=print,
+) -> list[int]:
     runs_dir = (out / "runs").resolve()
     commands = build_commands(study, runs_dir, extra)
     cells = study.expand()
@@ -120,12 +129,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("overrides", nargs="*", help="extra Hydra overrides for every cell")
     p.add_argument("--out", type=Path, help="output dir (default outputs/studies/NAME/<ts>)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
-    p.add_argument("--from-runs", type=Path, metavar="DIR",
-                   help="skip the sweep; check the finished runs under DIR")
+    p.add_argument(
+        "--from-runs",
+        type=Path,
+        metavar="DIR",
+        help="skip the sweep; check the finished runs under DIR",
+    )
     p.add_argument("--experiments", type=Path, help="directory holding the study files")
     p.add_argument("--timeout", type=float, help="stop the sweep after this many seconds")
     p.add_argument("--poll", type=float, default=1.0, help="progress poll period (s)")
-    return p.parse_args(argv)
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    # Intermixed: overrides may come before or after the options (`NAME pp=3 --out X`).
+    return p.parse_intermixed_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,4 +171,4 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("interrupted; checking the runs that finished", file=sys.stderr)
         runs_dir = out / "runs"
-    return evaluate(study, runs_dir, out).exit_code
+    return evaluate(study, runs_dir, out, plots=not args.no_plots).exit_code

@@ -111,9 +111,9 @@ def check_value(row: pd.Series, key: str, want: Any) -> tuple[bool, str]:
         words = cycle_words(_run_cycle(row))
         missing = [k for k in want if str(k).lower() not in words]
         return not missing, f"cycle words={sorted(words)}"
-    if key not in row.index:
+    have = lookup(row, key)  # a summary column, a choice, or an override key
+    if have is None and key not in row.index:
         return False, f"no column {key!r}"
-    have = row[key]
     if isinstance(want, str) and (m := _CMP.match(want)):
         num = pd.to_numeric(pd.Series([have]), errors="coerce").iloc[0]
         ok = pd.notna(num) and OPS[m.group(1)](float(num), float(m.group(2)))

@@ -32,8 +32,9 @@ def add_cell_columns(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     df = df.copy()
     for key in keys:
         values = [lookup(row, key) for _, row in df.iterrows()] if len(df) else []
-        df[key] = pd.Series([None if pd.isna(v) else str(v) for v in values], index=df.index,
-                            dtype="object")
+        df[key] = pd.Series(
+            [None if pd.isna(v) else str(v) for v in values], index=df.index, dtype="object"
+        )
     return df
 
 
@@ -42,8 +43,9 @@ def study_table(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     table = df[cols].copy()
     if len(table):
         root = os.path.commonpath([str(p) for p in table["run_dir"]]) if len(table) > 1 else ""
-        table["run_dir"] = [os.path.relpath(str(p), root) if root else str(p)
-                            for p in table["run_dir"]]
+        table["run_dir"] = [
+            os.path.relpath(str(p), root) if root else str(p) for p in table["run_dir"]
+        ]
         table = table.sort_values(keys or ["run_dir"], kind="stable")
     return table.reset_index(drop=True)
 
@@ -60,16 +62,21 @@ def to_markdown(table: pd.DataFrame) -> str:
     """A GitHub pipe table without the `tabulate` dependency `DataFrame.to_markdown` needs."""
     header = "| " + " | ".join(str(c) for c in table.columns) + " |"
     rule = "|" + "|".join("---" for _ in table.columns) + "|"
-    rows = ["| " + " | ".join(_cell_text(v) for v in row) + " |"
-            for row in table.itertuples(index=False)]
+    rows = [
+        "| " + " | ".join(_cell_text(v) for v in row) + " |"
+        for row in table.itertuples(index=False)
+    ]
     return "\n".join([header, rule, *rows]) + "\n"
 
 
 def expectations_markdown(study: Study, results: list[Result], missing: list[Cell]) -> str:
     met = sum(r.met for r in results)
     lines = [f"# Study `{study.name}`", "", f"**Question.** {study.question}", ""]
-    lines += [f"**Result.** {met}/{len(results)} expectations met"
-              + (f"; {len(missing)} cells produced no run" if missing else ""), ""]
+    lines += [
+        f"**Result.** {met}/{len(results)} expectations met"
+        + (f"; {len(missing)} cells produced no run" if missing else ""),
+        "",
+    ]
     for r in results:
         lines.append(f"- [{'x' if r.met else ' '}] **{r.status}** — {r.description}  ")
         lines.append(f"  {r.detail}")

@@ -174,8 +174,13 @@ def run_sweep(
                 with open(log_dir / f"sweep_{i}.log", "w") as log:
                     log.write("$ " + shlex.join(cmd) + "\n")
                     log.flush()
-                    live[i] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL, start_new_session=True)
+                    live[i] = subprocess.Popen(
+                        cmd,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
             time.sleep(poll_s)
             progress.scan()
             for i, proc in list(live.items()):

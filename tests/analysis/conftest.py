@@ -17,13 +17,7 @@ if str(HERE) not in sys.path:
     # The helpers here are imported as top-level modules (tests/ is not a package).
     sys.path.insert(0, str(HERE))
 
-from fake_runs import write_run, write_sweep  # noqa: E402
-
-MATRIX = {
-    "engine/admission": ["rank_local", "decision"],
-    "engine/guard": ["rid", "prefix"],
-    "engine/ordering": ["decision_first", "flush_before_decision"],
-}
+from fake_runs import MATRIX, write_run, write_sweep  # noqa: E402
 
 
 @pytest.fixture(scope="session")

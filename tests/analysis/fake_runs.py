@@ -37,6 +37,13 @@ DEFAULT_CHOICES: dict[str, Any] = {
 }
 INT_CHOICES = ("pp", "tp", "seed")
 
+# The 2x2x2 sweep most tests use: the flush_before_decision half wedges.
+MATRIX: dict[str, list[Any]] = {
+    "engine/admission": ["rank_local", "decision"],
+    "engine/guard": ["rid", "prefix"],
+    "engine/ordering": ["decision_first", "flush_before_decision"],
+}
+
 
 def choice_key(override_key: str) -> str:
     """`engine/guard` -> `guard`, `+exp` -> `exp`: the choices name of a group override."""
@@ -246,17 +253,9 @@ def _write_postmortem(run_dir: Path, pp: int, wall: float, cycle, blocked_on) ->
     last = {}
     for r in range(pp):
         (pm / "stacks" / f"rank{r}.txt").write_text(f"Thread rank{r}:\n  File channels.py, recv\n")
+        keys = ("t_s", "rank", "kind", "pass_id", "slot", "rid", "epoch", "detail")
         last[f"rank{r}"] = [
-            {
-                "t_s": wall - 0.1 * k,
-                "rank": r,
-                "kind": "pass",
-                "pass_id": 100 - k,
-                "slot": k % 2,
-                "rid": -1,
-                "epoch": 0,
-                "detail": "",
-            }
+            dict(zip(keys, (wall - 0.1 * k, r, "pass", 100 - k, k % 2, -1, 0, "")))
             for k in range(3)
         ]
     (pm / "last_events.json").write_text(json.dumps(last))

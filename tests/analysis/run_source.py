@@ -22,6 +22,7 @@ class GeneratedRuns:
     runs_root: Path  # several policies, at least one run not served
     flip_root: Path  # runs with flips (fake) or whatever flip configs exist (real)
     n_runs: int
+    has_flips: bool = True
 
 
 def generate_runs(root: Path, source: str = RUN_SOURCE) -> GeneratedRuns:
@@ -39,11 +40,16 @@ def generate_runs(root: Path, source: str = RUN_SOURCE) -> GeneratedRuns:
     return GeneratedRuns(root / "runs", root / "flips", len(dirs))
 
 
+# Small enough that a run takes seconds on 2 cores; the stall watchdog still fires.
+TINY = ["+exp=smoke", "pp=2", "workload.num_requests=8", "workload.max_new=4"]
+WEDGE = "engine/ordering=flush_before_decision"
+
+
 def _configs(group: str) -> list[str]:
     return sorted(p.stem for p in (REPO / "conf" / group).glob("*.yaml"))
 
 
-def _multirun(sweep_dir: Path, overrides: list[str], timeout: float = 240) -> None:
+def _multirun(sweep_dir: Path, overrides: list[str], timeout: float = 300) -> None:
     cmd = [
         sys.executable,
         "-m",
@@ -51,8 +57,7 @@ def _multirun(sweep_dir: Path, overrides: list[str], timeout: float = 240) -> No
         "-m",
         "hydra/launcher=joblib",
         f"hydra.sweep.dir={sweep_dir}",
-        "+exp=smoke",
-        "pp=2",
+        *TINY,
         *overrides,
     ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
@@ -62,14 +67,17 @@ def _multirun(sweep_dir: Path, overrides: list[str], timeout: float = 240) -> No
 
 
 def _real_runs(root: Path) -> GeneratedRuns:
-    """Tiny real runs: two admission policies, plus one ordering that wedges the ring."""
+    """Tiny real runs: up to two admission policies plus one ordering that wedges the
+    ring, and (when a flip config exists) a flipping run next to a non-flipping one."""
+    wedge_cfg = REPO / "conf" / "engine" / "ordering" / "flush_before_decision.yaml"
+    if not wedge_cfg.exists():
+        raise RuntimeError(f"real notebook runs need {wedge_cfg} for the wedged run")
     policies = _configs("engine/admission")[:2]
     _multirun(root / "runs", [f"engine/admission={','.join(policies)}"])
-    wedge = root / "runs_wedged"
-    _multirun(wedge, ["engine/ordering=flush_before_decision"])
+    _multirun(root / "runs_wedged", [WEDGE])
     # Fold the wedged job into the policy sweep dir so one root holds both kinds.
-    (wedge / "0").rename(root / "runs" / "wedged")
+    (root / "runs_wedged" / "0").rename(root / "runs" / "wedged")
     flips = [f for f in _configs("flip") if f != "off"][:1]
     _multirun(root / "flips", ["flip=" + ",".join(["off", *flips])])
     n = len(list((root / "runs").glob("*/summary.json")))
-    return GeneratedRuns(root / "runs", root / "flips", n)
+    return GeneratedRuns(root / "runs", root / "flips", n, has_flips=bool(flips))

@@ -35,6 +35,7 @@ def test_load_runs_nulls_unknown_fields_and_bad_files(tmp_path) -> None:
     run = write_run(tmp_path / "a", ["engine/ordering=flush_before_decision"], tables=False)
     summary = json.loads((run / "summary.json").read_text())
     summary["new_counter"] = 7  # an engine that grew a field: it still shows up
+    summary["oracle_first"] = [3, 4]  # ...unless it is not a scalar
     summary["verdict"] = "brand_new_verdict"
     (run / "summary.json").write_text(json.dumps(summary))
     (tmp_path / "b").mkdir()
@@ -43,7 +44,7 @@ def test_load_runs_nulls_unknown_fields_and_bad_files(tmp_path) -> None:
         df = pa.load_runs(tmp_path)
     assert len(df) == 1
     assert pd.isna(df.loc[0, "out_tok_s"])
-    assert df.loc[0, "new_counter"] == 7
+    assert df.loc[0, "new_counter"] == 7 and "oracle_first" not in df
     assert df.loc[0, "verdict"] == "brand_new_verdict"
 
 

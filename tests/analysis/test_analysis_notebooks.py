@@ -112,5 +112,5 @@ def test_flip_notebook(generated, tmp_path, monkeypatch) -> None:
     assert _pngs(nb) >= 1
     assert (out / "flip_timeline.png").exists()
     impact = pd.read_csv(out / "flip_impact.csv")
-    assert len(impact) >= 1
+    assert len(impact) >= (1 if generated.has_flips else 0)
     assert {"cutover_ms", "voids", "retractions"} <= set(impact.columns)

@@ -59,7 +59,7 @@ def test_waitfor_and_ops_timeline(wedged_run) -> None:
 def test_single_run_plots_without_postmortem(matrix_root, flip_run) -> None:
     served = matrix_root / "0"
     assert "no wait-for graph" in _texts(pa.plot_waitfor(served))
-    assert "no ops.parquet" in _texts(pa.plot_ops_timeline(served))
+    assert "no channel operations" in _texts(pa.plot_ops_timeline(served))
     fig = pa.plot_flip_timeline(flip_run)
     assert len(fig.axes) == 2 and "flips" in fig.axes[0].get_title()
     labels = fig.axes[1].get_legend_handles_labels()[1]

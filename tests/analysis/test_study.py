@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import MATRIX
+from fake_runs import MATRIX
 
 import ppx.analysis as pa
 from ppx.study import check_expectations, evaluate, parse_study

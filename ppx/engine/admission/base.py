@@ -31,7 +31,9 @@ class Policy:
         for req in s.candidates():
             if budget <= 0 or len(entries) >= s.max_batch:
                 break
-            prefix = req.computed if req is s.chunked else self.clamp(req, s.cache.match(req.tokens))
+            prefix = req.computed if req is s.chunked else self.clamp(req, self.local_match(req))
+            if prefix is None:
+                continue  # the guard defers this request for a round
             e = s.admit_entry(req, prefix, budget)
             if e is None:
                 break
@@ -43,13 +45,16 @@ class Policy:
             return s.place(entries, slot, pass_id, "prefill")
         return s.place(s.decode_entries(slot), slot, pass_id, "decode")
 
-    def clamp(self, req, local: int) -> int:
+    def local_match(self, req) -> int:
+        """This rank's own radix match (the host tier may extend it, asynchronously)."""
+        return self.sched.cache.match(req.tokens)
+
+    def clamp(self, req, local: int) -> int | None:
         """Hook for the guard: rank 0 may offer less than its local match."""
         return local
 
-    def void_aux(self, batch: SlotBatch) -> tuple[int, ...]:
-        """Small integers a void output carries back to rank 0 (who retracted, at what)."""
-        return ()
+    def on_served(self, rid: int) -> None:
+        """A request finished cleanly (the guard clears its floor)."""
 
     def lap(self, p, block: bool) -> None:
         """The return path from followers to rank 0; rank_local has none."""

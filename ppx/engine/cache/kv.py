@@ -29,11 +29,12 @@ class KVCache:
         self.tree_len: dict[int, int] = {}  # rid -> leading tokens of its row owned by the tree
         self.rows: dict[int, list[int]] = {}  # rid -> slot ids of its row (host mirror)
         self.evictions = 0
+        self.slack = 0  # rank 0 under a decision policy admits against the smallest pool
 
     # -- capacity -------------------------------------------------------------------------
     @property
     def available(self) -> int:
-        return len(self.free) + self.tree.evictable - self.reserved
+        return len(self.free) + self.tree.evictable - self.reserved - self.slack
 
     def can_admit(self, need: int) -> bool:
         return bool(self.free_rows) and self.available >= need
@@ -67,6 +68,7 @@ class KVCache:
             self.req_to_token[req.row, :prefix_len] = torch.tensor(slots, dtype=torch.int32)
         req.computed = prefix_len
         req.cached = prefix_len
+        req.admit_seq += 1
         req.reserved = need
         self.reserved += need
 

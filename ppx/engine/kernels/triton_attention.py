@@ -1,8 +1,12 @@
-"""Triton attention over a paged KV pool: extend (prefill with cached prefix) and decode.
+"""Triton extend (prefill) attention over a paged KV pool, with a cached prefix per request.
 
-Both use the online-softmax recurrence (running max ``m``, running denominator ``l``,
+Decode attention lives in ``triton_decode``.
+
+It uses the online-softmax recurrence (running max ``m``, running denominator ``l``,
 unnormalised accumulator ``acc``) in fp32. KV rows are gathered through int64 slot indices,
-so pool offsets are computed in 64-bit and cannot overflow on large pools.
+so pool offsets are computed in 64-bit and cannot overflow on large pools. K/V tiles are
+converted to q's dtype on load (a no-op when they match), so a pool kept in another dtype
+still feeds tl.dot operands of one type.
 """
 
 from __future__ import annotations
@@ -70,9 +74,9 @@ def _extend_kernel(
         slots = slots.to(tl.int64)
         kv_mask = n_mask[:, None] & d_mask[None, :]
         k = tl.load(k_pool_ptr + slots[:, None] * s_kpt + kvh * s_kph + offs_d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
+                    mask=kv_mask, other=0.0).to(q.dtype)  # fmt: skip
         v = tl.load(v_pool_ptr + slots[:, None] * s_vpt + kvh * s_vph + offs_d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
+                    mask=kv_mask, other=0.0).to(q.dtype)  # fmt: skip
         s = mma(q, tl.trans(k), PRECISION) * scale
         s = tl.where(n_mask[None, :], s, NEG_BIG)
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
@@ -90,9 +94,9 @@ def _extend_kernel(
         kv_rows = (q_start + cols).to(tl.int64)
         kv_mask = n_mask[:, None] & d_mask[None, :]
         k = tl.load(k_new_ptr + kv_rows[:, None] * s_knt + kvh * s_knh + offs_d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
+                    mask=kv_mask, other=0.0).to(q.dtype)  # fmt: skip
         v = tl.load(v_new_ptr + kv_rows[:, None] * s_vnt + kvh * s_vnh + offs_d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
+                    mask=kv_mask, other=0.0).to(q.dtype)  # fmt: skip
         s = mma(q, tl.trans(k), PRECISION) * scale
         causal = (cols[None, :] <= offs_m[:, None]) & n_mask[None, :]
         s = tl.where(causal, s, NEG_BIG)

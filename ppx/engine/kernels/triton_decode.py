@@ -62,9 +62,9 @@ def _decode_partial_kernel(
         slots = slots.to(tl.int64)
         kv_mask = n_mask[:, None] & d_mask[None, :]
         k = tl.load(k_pool_ptr + slots[:, None] * s_kpt + kvh * s_kph + offs_d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
+                    mask=kv_mask, other=0.0).to(q.dtype)  # fmt: skip
         v = tl.load(v_pool_ptr + slots[:, None] * s_vpt + kvh * s_vph + offs_d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
+                    mask=kv_mask, other=0.0).to(q.dtype)  # fmt: skip
         s = mma(q, tl.trans(k), PRECISION) * scale
         s = tl.where(n_mask[None, :], s, NEG_BIG)
         m_new = tl.maximum(m_i, tl.max(s, axis=1))

@@ -1,0 +1,178 @@
+"""`decision` and `forwarded`: rank 0 decides, followers obey (or say why they cannot).
+
+Rank 0 forms the batch from its own queue and tree (clamped by the guard) and puts the
+decision on its own channel every pass: membership and lengths, never slot pointers.
+`decision`: a follower with local >= told truncates to told; local < told retracts the entry
+(one warning naming rank / rid / told / local) and the pass is voided group-uniformly.
+`forwarded`: the follower executes (prefix_len, extend_len) exactly, re-deriving nothing; a
+schedule it cannot execute is a refusal, answered by `on_refusal: void | stop`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ppx.config import pool_sizes
+from ppx.core import Flag, Kind, Message, SlotBatch
+from ppx.engine.admission import codec
+from ppx.engine.admission.base import Policy
+from ppx.engine.board import F
+from ppx.engine.guard import UNRESOLVED, Guard
+
+
+class DecisionPolicy(Policy):
+    def __init__(self, loop, forwarded: bool) -> None:
+        super().__init__(loop)
+        cfg = loop.cfg
+        self.name = "forwarded" if forwarded else "decision"
+        self.forwarded = forwarded
+        self.on_refusal = cfg.engine.admission.on_refusal
+        self.guard = Guard(cfg.engine.guard.name, int(cfg.engine.guard.defer_cap))
+        self.livelock_passes = int(cfg.engine.livelock_passes)
+        self.void_streak: list[tuple[int, int, int]] = []
+        self.laps = 0
+        self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
+        if loop.is_first:  # admit against the smallest pool, so every follower can hold it
+            pools = pool_sizes(cfg)
+            self.sched.cache.slack = pools[loop.rank] - min(pools)
+
+    # -- rank 0 ---------------------------------------------------------------------------
+    def clamp(self, req, local: int) -> int | None:
+        return self.guard.clamp(req.rid, req.tokens, local)
+
+    def schedule(self, p) -> None:
+        if self.loop.is_first:
+            p.batch = self.local_prefill(p.slot, p.pass_id)
+            b = p.batch
+            mode = codec.MODES[b.mode] if b is not None else codec.MODES["none"]
+            p.decision = Message(Kind.DECISION, p.slot, p.pass_id, self.loop.epoch, aux=(mode,),
+                                 flags=Flag.HAS_ENTRIES if b is not None else 0,
+                                 tensors=[codec.encode(b.entries if b else [])])
+        elif p.decision is not None:
+            self.apply(p)
+
+    def send_decision(self, p) -> None:
+        loop = self.loop
+        if loop.is_last or p.decision is None:
+            return
+        # followers forward the decision before acting on it: nobody downstream waits on us
+        loop.ch.send(loop.next, p.decision)
+
+    def recv_decision(self, p) -> None:
+        loop = self.loop
+        if loop.is_first:
+            return
+        p.decision = loop.ch.recv(loop.prev, Kind.DECISION, p.slot, p.pass_id)
+        if p.decision.pass_id != p.pass_id:
+            loop.stop(f"decision for pass {p.decision.pass_id} arrived at rank{loop.rank} pass {p.pass_id}", p)
+        if loop.is_last and p.decision.flags & Flag.HAS_ENTRIES and loop.world > 1:
+            # the return trip: the decision's echo wraps back to rank 0 (the lap)
+            loop.ch.send(0, Message(Kind.LAP, p.slot, p.pass_id, loop.epoch,
+                                    aux=(len(codec.decode(p.decision.tensors[0])),)))
+        if p.scheduled:
+            self.apply(p)
+
+    def lap(self, p, block: bool) -> None:
+        """Rank 0 absorbs the laps that came back. Blocking on this pass's lap (the wraparound
+        before sgl-project#796) waits on the last rank, which waits on the decision rank 0 has
+        not sent yet when the lap step comes first: every rank ends up receiving."""
+        loop = self.loop
+        if not loop.is_first or loop.world == 1:
+            return
+        if block:
+            if p.decision is not None and p.decision.flags & Flag.HAS_ENTRIES:
+                loop.ch.recv(loop.world - 1, Kind.LAP, p.slot, p.pass_id)
+                self.laps += 1
+            return
+        while loop.ch.try_recv(loop.world - 1, Kind.LAP) is not None:
+            self.laps += 1
+
+    # -- followers ------------------------------------------------------------------------
+    def apply(self, p) -> None:
+        """Form this follower's batch from the decision (after both the chain and the decision
+        of this pass are in)."""
+        loop, s = self.loop, self.sched
+        entries = codec.decode(p.decision.tensors[0])
+        mode = codec.MODE_NAMES[p.decision.aux[0]]
+        if mode == "none":
+            p.batch = None
+            return
+        if mode == "decode":
+            mine = {r.rid for r in s.running[p.slot]}
+            if {e.rid for e in entries} - mine:
+                loop.stop(f"decode membership: rank{loop.rank} slot={p.slot} told {sorted(e.rid for e in entries)}"
+                          f" but runs {sorted(mine)}", p)
+            p.batch = s.place(entries, p.slot, p.pass_id, "decode")
+            return
+        obs = []
+        for e in entries:
+            req = s.reqs.get(e.rid)
+            if req is None:
+                loop.stop(f"decision names rid {e.rid} unknown to rank{loop.rank} (pass {p.pass_id})", p)
+            local = req.computed if req is s.chunked else self.local_match(req)
+            ok = local != UNRESOLVED and (local == e.prefix_len if req is s.chunked else local >= e.prefix_len)
+            if ok and req is not s.chunked and not s.cache.can_admit(s.need_of(req, e.prefix_len)):
+                ok = False
+            if not ok:
+                obs.append([loop.rank, e.rid, e.prefix_len, local])
+        if obs:
+            self.retract(p, entries, obs)
+            return
+        admitted = []
+        for e in entries:
+            req = s.reqs[e.rid]
+            got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
+            admitted.append(got)
+            if got.extend_len != e.extend_len or got.final != e.final:
+                loop.stop(f"chunk geometry: rank{loop.rank} rid {e.rid} told extend {e.extend_len} "
+                          f"but would compute {got.extend_len}", p)
+        p.batch = s.place(admitted, p.slot, p.pass_id, "prefill")
+
+    def retract(self, p, entries, obs) -> None:
+        loop = self.loop
+        kind = "refusal" if self.forwarded else "retract"
+        for rank, rid, told, local in obs:
+            msg = f"rank{rank} {kind} rid={rid} told={told} local={local}"
+            print(f"ppx warning: {msg}", file=sys.stderr)
+            loop.events.emit(kind, p.pass_id, p.slot, rid, loop.epoch, msg)
+        self.n["refusals" if self.forwarded else "retractions"] += len(obs)
+        loop.board.add(F.RETRACTIONS, len(obs))
+        if self.forwarded and self.on_refusal == "stop":
+            self.n["stops"] += 1
+            loop.stop(f"forwarded refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
+                      f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}", p)
+        incarnation = {e.rid: self.sched.reqs[e.rid].admit_seq for e in entries}
+        p.batch = SlotBatch(p.slot, p.pass_id, "prefill", entries, voided=True, placed=False,
+                            incarnation=incarnation, obs=obs)
+        self.sched.inflight[p.slot] = p.batch
+
+    # -- the output ring: voids -----------------------------------------------------------
+    def absorb(self, slot: int, batch: SlotBatch, msg, p) -> bool:
+        loop = self.loop
+        if not msg.flags & Flag.VOID:
+            if loop.is_first and msg.tensors and msg.tensors[0].numel():
+                self.void_streak.clear()
+            return False
+        obs = msg.tensors[1].tolist() if len(msg.tensors) > 1 else []
+        if loop.is_first:  # the guard learns before the requests are re-offered
+            for _rank, rid, told, local in obs:
+                req = self.sched.reqs.get(rid)
+                self.guard.learn(rid, req.tokens if req else [], told, local)
+        requeued = self.sched.void(batch)
+        self.n["voids"] += 1
+        loop.board.add(F.VOIDS)
+        loop.events.emit("void", p.pass_id, slot, obs[0][1] if obs else -1, loop.epoch,
+                         f"pass {batch.pass_id} requeued {[r.rid for r in requeued]} obs {obs}")
+        if loop.is_first:
+            self.void_streak.append(tuple(obs[0][1:]) if obs else (-1, -1, -1))
+            if len(self.void_streak) >= self.livelock_passes:
+                pairs = sorted(set(self.void_streak))[:4]
+                loop.stop(f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
+                          f"served; (rid, told, local) repeating: {pairs}", p)
+        return True
+
+    def on_served(self, rid: int) -> None:
+        self.guard.served(rid)
+
+    def counters(self) -> dict:
+        return {**self.n, **(self.guard.counters() if self.loop.is_first else {})}

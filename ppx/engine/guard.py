@@ -1,0 +1,80 @@
+"""Congruence guard: learned floors that clamp rank 0's next `told`.
+
+`rid` keeps a floor per request from the coverage a retraction reported; `prefix` keys the
+floor by a stable hash of the offered prefix tokens and its length, so every new request over
+the same prefix is clamped too. Floors only ever go down: a retraction happens only when
+local < told <= floor, and the new floor is that local, so each retraction strictly lowers
+the floor and the retry loop ends (at worst at told = 0, which every rank can honour).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+UNRESOLVED = -1  # the follower could not measure its coverage (e.g. a prefetch pending)
+
+
+def prefix_key(tokens: list[int], length: int) -> str:
+    """blake2b over the prefix tokens and its length; never Python's hash() (salted per
+    process, so two ranks would disagree)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(length.to_bytes(4, "little"))
+    for t in tokens[:length]:
+        h.update(int(t).to_bytes(4, "little"))
+    return h.hexdigest()
+
+
+class Guard:
+    def __init__(self, mode: str, defer_cap: int) -> None:
+        self.mode, self.defer_cap = mode, defer_cap
+        self.rid_floor: dict[int, int] = {}
+        self.prefix_floor: dict[str, int] = {}
+        self.defers: dict[int, int] = {}  # rid -> unresolved reports so far
+        self.hold: set[int] = set()
+        self.floors_learned = self.clamps = self.unresolved = 0
+
+    def clamp(self, rid: int, tokens: list[int], local: int) -> int | None:
+        """The `told` rank 0 offers for `rid`; None = defer this request for now."""
+        if self.mode == "off":
+            return local
+        if rid in self.hold:  # an unresolved report: give the follower one round to settle
+            self.hold.discard(rid)
+            return None
+        if self.defers.get(rid, 0) > self.defer_cap:
+            self.clamps += 1
+            return 0  # the defer cap escalates: recompute everything, which every rank can
+        floors = [self.rid_floor[rid]] if rid in self.rid_floor else []
+        if self.mode == "prefix" and local > 0:
+            key = prefix_key(tokens, local)
+            if key in self.prefix_floor:
+                floors.append(self.prefix_floor[key])
+        floor = min(floors) if floors else None
+        if floor is not None and floor < local:
+            self.clamps += 1
+            return floor
+        return local
+
+    def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
+        if self.mode == "off":
+            return
+        if local == UNRESOLVED:
+            self.unresolved += 1
+            self.defers[rid] = self.defers.get(rid, 0) + 1
+            self.hold.add(rid)
+            return
+        self.floors_learned += 1
+        self.rid_floor[rid] = min(local, self.rid_floor.get(rid, told))
+        if self.mode == "prefix":
+            key = prefix_key(tokens, told)
+            self.prefix_floor[key] = min(local, self.prefix_floor.get(key, told))
+
+    def served(self, rid: int) -> None:
+        """A clean return clears the request's floor (prefix floors describe the prefix, and
+        stay)."""
+        self.rid_floor.pop(rid, None)
+        self.defers.pop(rid, None)
+        self.hold.discard(rid)
+
+    def counters(self) -> dict:
+        return {"guard_floors_learned": self.floors_learned, "guard_clamps": self.clamps,
+                "unresolved": self.unresolved}
