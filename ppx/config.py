@@ -110,6 +110,8 @@ class FaultsCfg:
     kill_rank: int = -1
     kill_after_s: float = 0.0
     epoch_desync_rank: int = -1
+    pool_rank: int = -1  # per-rank KV pool skew: this rank gets `pool_tokens` instead
+    pool_tokens: int = 0
 
 
 @dataclass
@@ -219,4 +221,7 @@ def dims_of(cfg) -> Dims:
 
 def pool_sizes(cfg) -> list[int]:
     ppr = cfg.engine.kv.pool_per_rank
-    return list(ppr) if ppr is not None else [int(cfg.engine.kv.pool_tokens)] * int(cfg.pp)
+    sizes = list(ppr) if ppr is not None else [int(cfg.engine.kv.pool_tokens)] * int(cfg.pp)
+    if 0 <= cfg.faults.pool_rank < len(sizes):
+        sizes[cfg.faults.pool_rank] = int(cfg.faults.pool_tokens)
+    return sizes

@@ -62,18 +62,19 @@ class Supervisor:
         return self.reports[r]
 
     def _rank_verdict(self) -> tuple[str, str] | None:
-        """A rank that left on its own: a named stop, a livelock, or a crash."""
-        for r, p in enumerate(self.procs):
-            if p.exitcode is None:
-                continue
-            rep = self._report(r)
-            if rep is None:
-                return "dead_peer", f"rank{r} exited with code {p.exitcode} and no report"
-            if rep["state"] == "stopped":
+        """A rank that left on its own: a named stop or livelock first (a peer's crash on the
+        closed connection is its consequence), then a crash, then a silent death."""
+        exited = [(r, self._report(r), p.exitcode) for r, p in enumerate(self.procs) if p.exitcode is not None]
+        for r, rep, _ in exited:
+            if rep is not None and rep["state"] == "stopped":
                 reason = rep["stop_reason"] or rep["error"]
                 return ("livelocked" if reason.startswith("livelock") else "stopped"), reason
-            if rep["state"] == "error":
+        for r, rep, _ in exited:
+            if rep is not None and rep["state"] == "error":
                 return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
+        for r, rep, code in exited:
+            if rep is None:
+                return "dead_peer", f"rank{r} exited with code {code} and no report"
             if not self.driver.shutdown_sent:
                 return "crashed", f"rank{r} left the loop before shutdown"
         return None

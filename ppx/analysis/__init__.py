@@ -21,6 +21,7 @@ from ppx.analysis.load import (
     load_summary,
     read_overrides,
 )
+from ppx.analysis.ops import plot_ops_timeline
 from ppx.analysis.plots import plot_bars, plot_latency, plot_verdict_grid
 from ppx.analysis.postmortem import (
     Postmortem,
@@ -34,7 +35,7 @@ from ppx.analysis.postmortem import (
     parse_cycle,
 )
 from ppx.analysis.schema import VERDICT_COLORS, VERDICTS
-from ppx.analysis.timeline import plot_flip_timeline, plot_ops_timeline, plot_waitfor
+from ppx.analysis.timeline import plot_flip_timeline, plot_waitfor
 from ppx.analysis.wandb_io import load_wandb
 
 __all__ = [

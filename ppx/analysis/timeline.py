@@ -1,5 +1,5 @@
-"""Single-run figures: the wait-for graph, the channel-operation timeline up to a stall,
-and throughput across phase flips.
+"""Single-run figures: the wait-for graph and throughput across phase flips (the
+channel-operation timeline lives in `ppx.analysis.ops`).
 
 The wait-for graph is drawn with plain matplotlib (ranks on a circle, curved arrows) so the
 post-mortem needs no graph library; two ranks waiting on each other get two distinct arcs.
@@ -19,16 +19,8 @@ from matplotlib.patches import Circle, Patch
 from ppx.analysis.load import PathLike, load_events, load_series
 from ppx.analysis.postmortem import flip_windows, group_series, load_postmortem
 
-OP_COLORS = {
-    "send": "#1e88e5",
-    "recv": "#e53935",
-    "flush": "#8e24aa",
-    "compute": "#43a047",
-    "pass": "#cfd8dc",
-}
 
-
-def _node_name(rank: int) -> str:
+def node_name(rank: int) -> str:
     return "sup" if rank < 0 else f"rank{rank}"
 
 
@@ -107,7 +99,7 @@ def plot_waitfor(run_dir: PathLike) -> Figure:
         )
     for n, (x, y) in pos.items():
         ax.add_patch(Circle((x, y), radius, facecolor="#eceff1", edgecolor="0.2", zorder=3))
-        ax.text(x, y, _node_name(n), ha="center", va="center", fontsize=9, zorder=4)
+        ax.text(x, y, node_name(n), ha="center", va="center", fontsize=9, zorder=4)
     ax.set_xlim(-1.5, 1.5)
     ax.set_ylim(-1.5, 1.5)
     if pm.cycle:
@@ -117,75 +109,6 @@ def plot_waitfor(run_dir: PathLike) -> Figure:
     if not edges:
         ax.text(0, 0, "no wait-for edges recorded", ha="center", va="center", color="0.4")
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def _stall_time(run_dir: PathLike, ops: pd.DataFrame) -> float:
-    events = load_events(run_dir)
-    stall = events[events["kind"].isin(["wedge", "stop", "livelock"])]
-    if len(stall):
-        return float(stall["t_s"].min())
-    return float((ops["t_s"] + ops["dur_s"].fillna(0)).max()) if len(ops) else 0.0
-
-
-def plot_ops_timeline(run_dir: PathLike, last_s: float | None = None) -> Figure:
-    """Per-rank lanes of channel operations (send/recv/flush/compute) under a lane of
-    passes, up to the stall; each rank's final operation is hatched and labelled, since
-    that is what it was blocked in when the watchdog fired."""
-    pm = load_postmortem(run_dir)
-    ops = pm.ops
-    fig, ax = plt.subplots(figsize=(11, 1.0 + 1.1 * max(1, ops["rank"].nunique())))
-    if ops.empty:
-        ax.text(0.5, 0.5, "no channel operations recorded for this run", ha="center", va="center")
-        ax.axis("off")
-        return fig
-    stall = _stall_time(run_dir, ops)
-    if last_s is not None:
-        ops = ops[ops["t_s"] + ops["dur_s"].fillna(0) >= stall - last_s]
-    ranks = sorted(ops["rank"].unique())
-    min_w = max(1e-4, (stall - float(ops["t_s"].min())) / 800)  # keep instants visible
-    for lane, rank in enumerate(ranks):
-        part = ops[ops["rank"] == rank].sort_values(["t_s", "seq"])
-        y = len(ranks) - 1 - lane
-        passes = part[part["op"] == "pass"]
-        for k, (t, d) in enumerate(zip(passes["t_s"], passes["dur_s"].fillna(0))):
-            ax.broken_barh(
-                [(t, max(d, min_w))], (y + 0.55, 0.3), facecolors="#cfd8dc" if k % 2 else "#b0bec5"
-            )
-        chan = part[part["op"] != "pass"]
-        for op, grp in chan.groupby("op"):
-            spans = [(t, max(d, min_w)) for t, d in zip(grp["t_s"], grp["dur_s"].fillna(0))]
-            ax.broken_barh(spans, (y + 0.1, 0.4), facecolors=OP_COLORS.get(op, "0.5"))
-        if len(chan):
-            last = chan.iloc[-1]
-            # A blocked op has no meaningful duration yet: draw it up to the stall.
-            end = stall if last["t_s"] < stall else float(last["t_s"]) + float(last["dur_s"] or 0)
-            ax.broken_barh(
-                [(last["t_s"], end - last["t_s"])],
-                (y + 0.1, 0.4),
-                facecolors="none",
-                edgecolors="black",
-                hatch="///",
-            )
-            label = f"{last['op']} {last['kind']} slot={last['slot']} peer={last['peer']}"
-            ax.text(last["t_s"], y + 0.02, label, fontsize=7, va="top")
-    t0 = float(ops["t_s"].min())
-    ax.set_xlim(t0, stall + 0.04 * max(stall - t0, 1e-3))
-    ax.axvline(stall, color="#d32f2f", ls="--", lw=1.2)
-    ax.text(stall, len(ranks) + 0.02, " stall", color="#d32f2f", fontsize=8, va="bottom")
-    ax.set_yticks(np.arange(len(ranks)) + 0.5, [_node_name(r) for r in reversed(ranks)])
-    ax.set_ylim(-0.1, len(ranks) + 0.3)
-    ax.set_xlabel("t (s since run start)")
-    handles = [Patch(facecolor=c, label=o) for o, c in OP_COLORS.items()]
-    ax.legend(
-        handles=handles, ncol=len(handles), fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.18)
-    )
-    ax.set_title(
-        f"channel ops up to the stall — {pm.verdict or '?'}"
-        + (f": {pm.cycle}" if pm.cycle else ""),
-        fontsize=9,
-    )
     fig.tight_layout()
     return fig
 

@@ -170,6 +170,10 @@ class RankLoop(PassSteps):
 def rank_main(a: RankArgs) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     _die_with_parent()
+    # everything the rank prints (warnings, gloo's own messages) goes to its log in the run dir
+    log = os.open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
     torch.set_num_threads(1)
     # faulthandler writes here on SIGUSR1; the post-mortem copies it into postmortem/stacks
     stack_file = open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.stack.txt"), "w")
@@ -184,7 +188,12 @@ def rank_main(a: RankArgs) -> None:
         state, error = "stopped", str(e)
     except BaseException as e:  # noqa: BLE001 - every failure is reported, then re-raised
         state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-    report = loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
+    try:
+        report = loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
+    except Exception as e:  # noqa: BLE001 - a broken report must still leave a report
+        report = {"rank": a.rank, "state": "error" if state == "done" else state,
+                  "error": f"{error or ''}\nreport failed: {type(e).__name__}: {e}\n{traceback.format_exc()}",
+                  "stop_reason": getattr(loop, "stop_reason", None)}
     with open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.json"), "w") as f:
         json.dump(report, f, indent=1)
     board.set(F.STATE, State.DONE if state == "done" else State.ERROR)

@@ -82,7 +82,11 @@ def build(cfg, exp, run_dir, outcome: dict, driver, reports: dict, mismatches: l
         "choices": choices_of(cfg, exp),
     }
     for k in GROUP_COUNTERS:
-        s[k] = int(sum(v or 0 for v in per_rank[k])) if k not in ("flips",) else int(max(per_rank[k] or [0]))
+        # a void or a flip is one group event that every rank records; retractions and
+        # refusals are each rank's own
+        group_event = k in ("flips", "voids", "stops", "retracted_at_flip", "reprefill_tokens")
+        vals = [v or 0 for v in per_rank[k]]
+        s[k] = int(max(vals or [0])) if group_event else int(sum(vals))
     s["per_rank"] = per_rank
     s.update(extra or {})
     return s

@@ -146,7 +146,7 @@ def write_run(
         "study": study,
         "choices": choices,
         "per_rank": {"passes": [int(wall * 50)] * pp, "voids": [voids // pp] * pp},
-        "blocked_on": None if ok else [{"op": "recv", "peer": (r + 1) % pp} for r in range(pp)],
+        "blocked_on": None if ok else [_blocked(r, pp) for r in range(pp)],
     }
     (run_dir / ".hydra").mkdir(parents=True, exist_ok=True)
     (run_dir / ".hydra" / "overrides.yaml").write_text(
@@ -161,6 +161,22 @@ def write_run(
     # summary.json last: its presence is what marks a run as finished to pollers.
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return run_dir
+
+
+def _blocked(rank: int, pp: int) -> dict[str, Any]:
+    # The engine's shape: the call in flight and how long it had been blocked.
+    op, kind = ("flush", "chain") if rank == 0 else ("recv", "decision")
+    return {
+        "rank": rank,
+        "op": op,
+        "peer": (rank + 1) % pp,
+        "kind": kind,
+        "slot": 1,
+        "pass_id": 11,
+        "seq": 60 + rank,
+        "width": -1,
+        "since_s": 2.0,
+    }
 
 
 def _flip_period(flip: str) -> float:
@@ -264,13 +280,12 @@ def _write_postmortem(run_dir: Path, pp: int, wall: float, cycle, blocked_on) ->
     seq = 0
     for p in range(12):
         for r in range(pp):
-            t0 = wall - 1.2 + p * 0.1 + r * 0.01
-            last_pass = p == 11
+            t0 = wall - 2.0 - 1.25 + p * 0.1 + r * 0.01  # blocked for since_s=2.0 at the end
             for op, kind, dur in (
                 ("compute", "proxy", 0.03),
                 ("send", "chain", 0.0),
                 ("flush" if r == 0 else "recv", "chain", 0.01),
-                ("recv", "decision", 0.05 if not last_pass else 1.0),
+                ("recv", "decision", 0.05),
                 ("pass", "", 0.08),
             ):
                 for k, v in zip(ops, (t0, r, op, (r + 1) % pp, kind, p % 2, p, seq, dur)):

@@ -49,17 +49,15 @@ def _configs(group: str) -> list[str]:
     return sorted(p.stem for p in (REPO / "conf" / group).glob("*.yaml"))
 
 
+# Hydra's basic (sequential) launcher by default; PPX_ANALYSIS_LAUNCHER=joblib runs the
+# cells two at a time once rank processes can be spawned from joblib's loky workers.
+LAUNCHER = os.environ.get("PPX_ANALYSIS_LAUNCHER", "basic")
+
+
 def _multirun(sweep_dir: Path, overrides: list[str], timeout: float = 300) -> None:
-    cmd = [
-        sys.executable,
-        "-m",
-        "ppx.run",
-        "-m",
-        "hydra/launcher=joblib",
-        f"hydra.sweep.dir={sweep_dir}",
-        *TINY,
-        *overrides,
-    ]
+    launcher = [] if LAUNCHER == "basic" else [f"hydra/launcher={LAUNCHER}"]
+    cmd = [sys.executable, "-m", "ppx.run", "-m", *launcher, f"hydra.sweep.dir={sweep_dir}"]
+    cmd += [*TINY, *overrides]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     # A wedged run is a finished run with a verdict; only a missing summary is an error.
     if not list(sweep_dir.glob("*/summary.json")):
@@ -72,7 +70,9 @@ def _real_runs(root: Path) -> GeneratedRuns:
     wedge_cfg = REPO / "conf" / "engine" / "ordering" / "flush_before_decision.yaml"
     if not wedge_cfg.exists():
         raise RuntimeError(f"real notebook runs need {wedge_cfg} for the wedged run")
-    policies = _configs("engine/admission")[:2]
+    # rank_local (the default, served under the default ordering) plus one other policy.
+    others = [p for p in _configs("engine/admission") if p != "rank_local"]
+    policies = ["rank_local", *others[:1]]
     _multirun(root / "runs", [f"engine/admission={','.join(policies)}"])
     _multirun(root / "runs_wedged", [WEDGE])
     # Fold the wedged job into the policy sweep dir so one root holds both kinds.

@@ -52,6 +52,7 @@ def test_waitfor_and_ops_timeline(wedged_run) -> None:
     assert "rank0" in text and "recv decision slot=1" in text and "wedged" in text
     fig = pa.plot_ops_timeline(wedged_run)
     assert "stall" in _texts(fig)
+    assert "recv decision slot=1 peer=0 — blocked 2.0s" in _texts(fig)  # from blocked_on
     assert len(fig.axes[0].get_yticklabels()) == 3
     assert pa.plot_ops_timeline(wedged_run, last_s=0.2).axes
 

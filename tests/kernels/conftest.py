@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from ppx.engine.kernels import Kernels, get_kernels
+from ppx.engine.kernels.registry import reference_kernels
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +24,11 @@ def device() -> str:
 
 @pytest.fixture(scope="session")
 def ref() -> Kernels:
+    return reference_kernels()
+
+
+@pytest.fixture(scope="session")
+def batched() -> Kernels:
     return get_kernels("torch")
 
 

@@ -2,7 +2,9 @@
 
 Two backends share one interface:
 
-* ``"torch"``  -- readable reference implementations (``torch_ref``); never imports triton.
+* ``"torch"``  -- torch: the readable reference (``torch_ref``) for the elementwise kernels and
+  vectorized attention / index building (``torch_batched``, tested against the reference);
+  never imports triton.
 * ``"triton"`` -- fused triton kernels. On a machine without CUDA they run under triton's
   CPU interpreter, which lets the CPU test suite check them against the reference.
 """
@@ -31,7 +33,8 @@ class Kernels:
     decode_attention: Callable[..., Tensor]
 
 
-def _torch_kernels() -> Kernels:
+def reference_kernels() -> Kernels:
+    """The plain reference every other implementation is tested against."""
     from ppx.engine.kernels import torch_ref
 
     return Kernels(
@@ -41,6 +44,19 @@ def _torch_kernels() -> Kernels:
         build_kv_indices=torch_ref.build_kv_indices,
         extend_attention=torch_ref.extend_attention,
         decode_attention=torch_ref.decode_attention,
+    )
+
+
+def _torch_kernels() -> Kernels:
+    from ppx.engine.kernels import torch_batched, torch_ref
+
+    return Kernels(
+        rms_norm=torch_ref.rms_norm,
+        rope=torch_ref.rope,
+        silu_and_mul=torch_ref.silu_and_mul,
+        build_kv_indices=torch_batched.build_kv_indices,
+        extend_attention=torch_batched.extend_attention,
+        decode_attention=torch_batched.decode_attention,
     )
 
 

@@ -31,6 +31,10 @@ class StageModel:
             {n: t.to(**to) for n, t in W.shard_layer(W.layer_weights(seed, i, d), d, tp_rank, tp_size).items()}
             for i in range(first_layer, last_layer)
         ]
+        for w in self.layers:  # fused projections: one matmul for q/k/v, one for gate/up
+            w["wqkv_t"] = torch.cat([w["wq"], w["wk"], w["wv"]]).T.contiguous()
+            w["w_gu_t"] = torch.cat([w["w_gate"], w["w_up"]]).T.contiguous()
+            w["wo_t"], w["w_down_t"] = w["wo"].T.contiguous(), w["w_down"].T.contiguous()
         self.embed = W.embedding(seed, d).to(**to) if self.is_first else None
         if self.is_last:
             norm, lm = W.head(seed, d)
@@ -57,9 +61,8 @@ class StageModel:
             kv_indptr, kv_idx = k.build_kv_indices(req_to_token, fi.req_rows, fi.prefix_lens + 1)
         for li, w in enumerate(self.layers):
             h = k.rms_norm(x, w["attn_norm"], d.eps)
-            q = (h @ w["wq"].T).view(-1, nh, hd)
-            kk = (h @ w["wk"].T).view(-1, nkv, hd)
-            v = (h @ w["wv"].T).view(-1, nkv, hd)
+            q, kk, v = (h @ w["wqkv_t"]).split([nh * hd, nkv * hd, nkv * hd], dim=-1)
+            q, kk, v = q.reshape(-1, nh, hd), kk.reshape(-1, nkv, hd), v.reshape(-1, nkv, hd)
             q, kk = k.rope(q, kk, fi.positions, d.rope_theta)
             kp, vp = k_pool[li], v_pool[li]
             if fi.mode == "prefill":
@@ -70,10 +73,9 @@ class StageModel:
                 kp[fi.out_cache_loc] = kk.to(kp.dtype)
                 vp[fi.out_cache_loc] = v.to(vp.dtype)
                 o = k.decode_attention(q, kp, vp, kv_indptr, kv_idx, scale)
-            x = x + self._reduce(o.reshape(-1, nh * hd) @ w["wo"].T)
+            x = x + self._reduce(o.reshape(-1, nh * hd) @ w["wo_t"])
             h = k.rms_norm(x, w["mlp_norm"], d.eps)
-            gate_up = torch.cat([h @ w["w_gate"].T, h @ w["w_up"].T], dim=-1)
-            x = x + self._reduce(k.silu_and_mul(gate_up) @ w["w_down"].T)
+            x = x + self._reduce(k.silu_and_mul(h @ w["w_gu_t"]) @ w["w_down_t"])
         if not self.is_last:
             return x
         h = k.rms_norm(x[fi.sample_rows], self.final_norm, d.eps)
