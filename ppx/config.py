@@ -131,6 +131,7 @@ class WatchCfg:
     max_run_s: float = 180.0
     poll_s: float = 0.1
     progress_s: float = 2.0
+    blocked_on: bool = True  # the blocked-on records + op ring (off only to measure their cost)
 
 
 @dataclass

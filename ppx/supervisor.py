@@ -62,19 +62,20 @@ class Supervisor:
         return self.reports[r]
 
     def _rank_verdict(self) -> tuple[str, str] | None:
-        """A rank that left on its own: a named stop or livelock first (a peer's crash on the
-        closed connection is its consequence), then a crash, then a silent death."""
+        """A rank that left: a named stop or livelock first, then a death without a report (a
+        peer's crash on the closed connection is the consequence of either), then a crash."""
         exited = [(r, self._report(r), p.exitcode) for r, p in enumerate(self.procs) if p.exitcode is not None]
         for r, rep, _ in exited:
             if rep is not None and rep["state"] == "stopped":
                 reason = rep["stop_reason"] or rep["error"]
                 return ("livelocked" if reason.startswith("livelock") else "stopped"), reason
-        for r, rep, _ in exited:
-            if rep is not None and rep["state"] == "error":
-                return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
-        for r, rep, code in exited:
+        for r, rep, code in exited:  # killed: its peers' connection errors follow from it
             if rep is None:
                 return "dead_peer", f"rank{r} exited with code {code} and no report"
+        for r, rep, _ in exited:
+            if rep["state"] == "error":
+                return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
+        for r, rep, code in exited:
             if not self.driver.shutdown_sent:
                 return "crashed", f"rank{r} left the loop before shutdown"
         return None
@@ -116,7 +117,12 @@ class Supervisor:
             wd = Watchdog(self.board, self.procs, float(w.stall_s))
             prog = Progress(float(w.progress_s), None if self.driver.deadline else self.driver.limit)
             next_sample = self.t0
+            f = self.cfg.faults
+            kill_at = self.t0 + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
             while verdict is None:
+                if kill_at is not None and time.time() >= kill_at:  # faults: a rank dies
+                    os.kill(self.procs[f.kill_rank].pid, signal.SIGKILL)
+                    kill_at = None
                 self.driver.pump()
                 self.driver.collect(timeout=float(w.poll_s))
                 now = time.time()

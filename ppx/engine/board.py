@@ -166,6 +166,7 @@ class RankBoard:
         self.consumed = board.consumed(rank)
         self.ring = board.ring(rank)
         self.f[F.PID] = os.getpid()
+        self.enabled = True  # watch.blocked_on=false turns the records off (overhead benchmark)
 
     def set(self, field: F, value: int) -> None:
         self.f[field] = value
@@ -180,6 +181,8 @@ class RankBoard:
     def block(self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, width: int = -1) -> int:
         """Write the blocked-on record *before* the blocking call: a wedge leaves it behind."""
         now = time.monotonic_ns()
+        if not self.enabled:
+            return now
         f = self.f
         f[F.BLK_PEER], f[F.BLK_KIND], f[F.BLK_SLOT] = peer, kind, slot
         f[F.BLK_PASS], f[F.BLK_SEQ], f[F.BLK_WIDTH] = pass_id, seq, width
@@ -188,6 +191,8 @@ class RankBoard:
         return now
 
     def unblock(self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, since: int) -> None:
+        if not self.enabled:
+            return
         self.f[F.BLK_OP] = Op.NONE
         self.record(op, peer, kind, slot, pass_id, seq, since)
 

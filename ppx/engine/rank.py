@@ -64,6 +64,7 @@ class RankLoop(PassSteps):
         self.num_slots = a.world  # S = pp slots in flight
         self.epoch = 0
         self.board = RankBoard(Board(a.board_path, a.world), a.rank)
+        self.board.enabled = bool(cfg.watch.blocked_on)
         self.events = EventLog(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl"), a.rank, a.t0)
         self.t = GlooTransport(a.rank, a.world, a.port)
         self.ch = Channels(a.rank, a.world, self.t, self.board, cfg.device)

@@ -87,6 +87,8 @@ def build(cfg, exp, run_dir, outcome: dict, driver, reports: dict, mismatches: l
         group_event = k in ("flips", "voids", "stops", "retracted_at_flip", "reprefill_tokens")
         vals = [v or 0 for v in per_rank[k]]
         s[k] = int(max(vals or [0])) if group_event else int(sum(vals))
+    if s["verdict"] == "stopped":
+        s["stops"] = max(s["stops"], 1)
     s["per_rank"] = per_rank
     s.update(extra or {})
     return s

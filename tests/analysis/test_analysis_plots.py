@@ -66,3 +66,17 @@ def test_single_run_plots_without_postmortem(matrix_root, flip_run) -> None:
     labels = fig.axes[1].get_legend_handles_labels()[1]
     assert any(lab.startswith("voids") for lab in labels)
     assert "(0 flips)" in pa.plot_flip_timeline(served).axes[0].get_title()
+
+
+def test_ops_timeline_without_blocked_on(tmp_path) -> None:
+    import json
+
+    from fake_runs import write_run
+
+    run = write_run(tmp_path / "r", ["faults=dead_peer"])
+    (run / "postmortem" / "blocked_on.json").write_text(json.dumps([None, None]))
+    summary = json.loads((run / "summary.json").read_text())
+    summary["blocked_on"] = None
+    (run / "summary.json").write_text(json.dumps(summary))
+    text = _texts(pa.plot_ops_timeline(run))
+    assert "blocked" not in text.replace("blocked_on", "") and "peer=" in text
