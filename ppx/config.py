@@ -149,6 +149,26 @@ class PPXConfig:
     watch: WatchCfg = field(default_factory=WatchCfg)
 
 
+GROUP_SCHEMAS = {
+    "model": ModelCfg, "workload": WorkloadCfg, "engine/admission": AdmissionCfg,
+    "engine/ordering": OrderingCfg, "engine/guard": GuardCfg, "engine/kernels": KernelsCfg,
+    "flip": FlipCfg, "faults": FaultsCfg, "logger": LoggerCfg, "watch": WatchCfg,
+}
+
+
+def register_configs() -> None:
+    """Each group's yaml starts from its schema (`defaults: [schema, _self_]`), so every key
+    of the schema can be overridden from the command line and types are checked by Hydra."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    for group, node in GROUP_SCHEMAS.items():
+        cs.store(group=group, name="schema", node=node)
+
+
+register_configs()
+
+
 class ConfigError(ValueError):
     pass
 
@@ -208,9 +228,16 @@ def validate(cfg: DictConfig) -> DictConfig:
     from ppx.engine.loop import parse_ordering
 
     try:
-        parse_ordering(list(merged.engine.ordering.steps))
+        steps = parse_ordering(list(merged.engine.ordering.steps))
     except ValueError as e:
         raise ConfigError(f"engine.ordering.steps: {e}") from None
+    if merged.engine.admission.name != "rank_local":
+        parts = {(s.name, s.part) for s in steps}
+        if not ({("decision", "")} & parts or {("decision", "send"), ("decision", "recv")} <= parts):
+            raise ConfigError(
+                f"engine/ordering={merged.engine.ordering.name} has no decision step, which "
+                f"engine/admission={merged.engine.admission.name} needs (try engine/ordering=decision_first)"
+            )
     return merged
 
 

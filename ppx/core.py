@@ -119,6 +119,7 @@ class SlotBatch:
     incarnation: dict[int, int] = field(default_factory=dict)  # rid -> admit_seq at placing
     obs: list[list[int]] = field(default_factory=list)  # [rank, rid, told, local] retractions
     rolled: set[int] = field(default_factory=set)  # rids whose allocation was rolled back
+    flip_void: bool = False  # in flight at a flip announced with flip.inflight=void
 
     @property
     def num_reqs(self) -> int:

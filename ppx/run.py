@@ -46,6 +46,9 @@ def execute(cfg: DictConfig, run_dir: str, exp: str | None) -> dict:
         outcome["verdict"], outcome["reason"] = "mismatch", f"oracle: {mismatches[0]}"
     s = summary.build(cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0)
     events = summary.collect_events(run_dir, int(cfg.pp))
+    if outcome["verdict"] != "served":  # the supervisor's own event: how the run ended
+        events.append({"t_s": round(s["wall_s"], 6), "rank": -1, "kind": outcome["verdict"], "pass_id": -1,
+                       "slot": -1, "rid": -1, "epoch": 0, "detail": s.get("cycle") or outcome["reason"]})
     store.write_run(run_dir, s, sup.metrics, events, summary.request_rows(sup.driver))
     try:
         wandb_sink.log_run(cfg, run_dir, s, sup.metrics, events, resolved)

@@ -41,6 +41,10 @@ class Supervisor:
         self.interrupted = True
 
     def _spawn(self, cfg_dict: dict) -> None:
+        # a joblib (loky) worker leaves a global start method its spawned children cannot
+        # resolve; the ranks are plain spawn children
+        if mp.get_start_method(allow_none=True) not in (None, "spawn", "fork", "forkserver"):
+            mp.set_start_method("spawn", force=True)
         ctx = mp.get_context("spawn")
         self.in_q, self.out_q = ctx.Queue(), ctx.Queue()
         port = free_port()

@@ -1,45 +1,13 @@
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def pids_alive(run_dir: str) -> list[int]:
-    """Rank pids recorded on the status board that still exist (orphans)."""
-    import numpy as np
-
-    path = os.path.join(run_dir, "ranks", "board.bin")
-    if not os.path.exists(path):
-        return []
-    from ppx.engine.board import RANK_BLOCK, F
-
-    arr = np.fromfile(path, dtype=np.int64).reshape(-1, RANK_BLOCK)
-    alive = []
-    for pid in arr[:, F.PID].tolist():
-        if pid and os.path.exists(f"/proc/{pid}"):
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split()[2] != "Z":
-                    alive.append(pid)
-    return alive
-
-
-def run_ppx(run_dir, *overrides: str, timeout: float = 240, logger: str = "none", env: dict | None = None):
-    """Run `python -m ppx.run` as a user would; returns (CompletedProcess, summary or None)."""
-    args = [sys.executable, "-m", "ppx.run", f"hydra.run.dir={run_dir}", *overrides]
-    if logger:
-        args.append(f"logger={logger}")
-    e = dict(os.environ, WANDB_MODE="offline", **(env or {}))
-    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=e)
-    path = os.path.join(run_dir, "summary.json")
-    summary = json.load(open(path)) if os.path.exists(path) else None
-    return proc, summary
+from ppx_helpers import pids_alive, run_ppx  # noqa: E402
 
 
 @pytest.fixture

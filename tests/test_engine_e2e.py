@@ -10,7 +10,7 @@ import sys
 import time
 
 import pandas as pd
-from conftest import ROOT, pids_alive
+from ppx_helpers import ROOT, pids_alive
 
 SMALL = ["workload.num_requests=12", "workload.max_new=6", "workload.concurrency=6"]
 

@@ -68,11 +68,15 @@ class PassSteps:
     # -- chain ----------------------------------------------------------------------------
     def step_chain(self, p: PassState, step: Step) -> None:
         if self.is_first:
-            reqs, flags = self.intake.take(idle=self.sched.idle and not self.to_relay)
+            reqs, flags = self.intake.take(idle=self.sched.idle and not self.to_relay and not self.flip.draining)
+            flags |= self.chain_flags(p)
             msg = chain_message(reqs, flags, p.slot, p.pass_id, self.epoch, self.chain_aux(p))
         else:
             msg = self.ch.recv(self.prev, Kind.CHAIN, p.slot, p.pass_id)
             reqs, flags = decode_requests(msg), msg.flags
+            if msg.epoch != self.epoch:
+                self.stop(f"epoch desync on the chain (pass {p.pass_id}): rank{self.prev} epoch={msg.epoch}, "
+                          f"rank{self.rank} epoch={self.epoch}", p)
         if not self.is_last:
             self.ch.send(self.next, Message(Kind.CHAIN, p.slot, p.pass_id, self.epoch, flags=flags,
                                             aux=msg.aux, tensors=msg.tensors))
@@ -86,10 +90,17 @@ class PassSteps:
     def step_schedule(self, p: PassState, step: Step) -> None:
         self.policy.schedule(p)
         p.scheduled = True
+        self.log_admits(p)
+
+    def log_admits(self, p: PassState) -> None:
+        for rid, prefix in self.sched.admitted:
+            self.events.emit("admit", p.pass_id, p.slot, rid, self.epoch, f"prefix_len={prefix}")
+        self.sched.admitted.clear()
 
     def step_decision(self, p: PassState, step: Step) -> None:
         if step.part in ("", "recv"):
             self.policy.recv_decision(p)
+            self.log_admits(p)
         if step.part in ("", "send"):
             self.policy.send_decision(p)
         if step.flush:

@@ -19,16 +19,18 @@ from dataclasses import dataclass
 import torch
 from omegaconf import OmegaConf
 
-from ppx.core import Kind, Message, StopRun
+from ppx.core import Flag, Kind, Message, StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.channels import Channels
 from ppx.engine.intake import Intake
 from ppx.engine.kernels.registry import get_kernels
+from ppx.engine.flip import FlipControl, chain_flags
 from ppx.engine.loop import PassState, PassSteps, parse_ordering
 from ppx.engine.model.llama import StageModel
 from ppx.engine.scheduler import Scheduler
+from ppx.engine.tp_phase import TPPhase, all_reducer
 from ppx.engine.transport.gloo import GlooTransport
 from ppx.config import dims_of, pool_sizes
 from ppx.telemetry.events import EventLog
@@ -72,36 +74,74 @@ class RankLoop(PassSteps):
             self.ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
         if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):
             self.ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
-        d = dims_of(cfg)
-        per = d.layers // a.world
-        dtype = getattr(torch, cfg.model.dtype)
-        self.model = StageModel(d, cfg.seed, a.rank * per, (a.rank + 1) * per,
-                                get_kernels(cfg.engine.kernels.name), cfg.device, dtype)
-        pools = pool_sizes(cfg)
-        e = cfg.engine
-        self.cache = KVCache(per, pools[a.rank], d.kv_heads, d.head_dim, e.max_reqs,
-                             cfg.model.max_context, cfg.device, dtype)
-        self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, cfg.device)
-        self.steps = parse_ordering(list(e.ordering.steps))
-        self.policy = make_policy(e.admission.name, self)
-        self.intake = Intake(a.in_q, a.out_q, cfg.model.max_context, min(pools)) if self.is_first else None
+        self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
+        self.kernels = get_kernels(cfg.engine.kernels.name)
+        self.pools = pool_sizes(cfg)
+        self.models: dict[str, StageModel] = {}
+        self.steps = parse_ordering(list(cfg.engine.ordering.steps))
+        self.sched = None
+        self.phase = cfg.flip.start_phase if cfg.flip.enabled else "pp"
+        self.switch_plan(self.phase)
+        self.policy = make_policy(cfg.engine.admission.name, self)
+        self.flip = FlipControl(self)
+        self.tp = TPPhase(self)
+        mx = cfg.model.max_context
+        self.intake = Intake(a.in_q, a.out_q, mx, min(self.pools)) if self.is_first else None
         self.sampled: dict[int, torch.Tensor] = {}
         self.to_relay: Message | None = None
         self.stop_reason: str | None = None
+
+    # -- execution plans -----------------------------------------------------------------
+    def switch_plan(self, phase: str) -> None:
+        """Build (or reuse) the model for `phase`, a fresh KV cache for its layout, and a
+        scheduler that inherits every request (residents were re-queued by the cutover)."""
+        cfg, d, world, r = self.cfg, self.dims, self.world, self.rank
+        if phase not in self.models:
+            if phase == "pp":
+                per = d.layers // world
+                self.models[phase] = StageModel(d, cfg.seed, r * per, (r + 1) * per, self.kernels, cfg.device, self.dtype)
+            else:
+                self.models[phase] = StageModel(d, cfg.seed, 0, d.layers, self.kernels, cfg.device, self.dtype,
+                                                tp_rank=r, tp_size=world, all_reduce=all_reducer(self))
+        self.model = self.models[phase]
+        kv_heads = d.kv_heads if phase == "pp" else d.kv_heads // world
+        e = cfg.engine
+        self.cache = KVCache(self.model.num_layers, self.pools[r], kv_heads, d.head_dim, e.max_reqs,
+                             cfg.model.max_context, cfg.device, self.dtype)
+        if self.is_first and (phase == "tp" or e.admission.name != "rank_local"):
+            self.cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
+        old = self.sched
+        self.num_slots = world if phase == "pp" else 1
+        self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, cfg.device)
+        if old is not None:
+            self.sched.waiting, self.sched.reqs = old.waiting, old.reqs
+            self.sched.cached_tokens, self.sched.prefill_tokens = old.cached_tokens, old.prefill_tokens
+        if getattr(self, "policy", None) is not None:
+            self.policy.sched = self.sched
+        self.phase = phase
+        self.board.set(F.PHASE, 0 if phase == "pp" else 1)
 
     # -- hooks used by the steps ---------------------------------------------------------
     def chain_aux(self, p: PassState) -> tuple[int, ...]:
         return ()
 
+    def chain_flags(self, p: PassState) -> int:
+        return chain_flags(self, p.pass_id)
+
     def on_chain(self, p: PassState, msg: Message) -> None:
-        """Control riding the chain (phase flip, stop) is handled here."""
+        """Control riding the chain: a flip announced at this pass, on every rank at once."""
+        if msg.flags & Flag.FLIP:
+            self.flip.announce(p.pass_id)
 
     def stop(self, reason: str, p: PassState | None = None) -> None:
         self.stop_reason = reason
         self.events.emit("stop", p.pass_id if p else -1, p.slot if p else -1, epoch=self.epoch, detail=reason)
         raise StopRun(reason)
 
-    def apply_output(self, slot: int, batch, msg: Message, p: PassState) -> None:
+    def apply_output(self, slot: int, batch, msg: Message, p: PassState | None) -> None:
+        if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, requests re-queued
+            self.sched.void(batch)
+            return
         if self.policy.absorb(slot, batch, msg, p):
             return
         tokens = msg.tensors[0].tolist() if msg.tensors else []
@@ -115,7 +155,7 @@ class RankLoop(PassSteps):
             if req.finished:
                 self.board.add(F.FINISHED)
                 self.policy.on_served(req.rid)
-                self.events.emit("finish", p.pass_id, slot, req.rid, self.epoch, f"cached={req.cached}")
+                self.events.emit("finish", p.pass_id if p else -1, slot, req.rid, self.epoch, f"cached={req.cached}")
             if self.is_first:
                 self.intake.token(req.rid, tok, req.finished, req.cached)
 
@@ -125,9 +165,18 @@ class RankLoop(PassSteps):
         runners = [(getattr(self, f"step_{s.name}"), s) for s in self.steps]
         while True:
             self.board.beat(pass_id)
-            p = PassState(pass_id, pass_id % self.num_slots)
-            for fn, step in runners:
-                fn(p, step)
+            if self.phase == "pp":
+                p = PassState(pass_id, pass_id % self.num_slots)
+                for fn, step in runners:
+                    fn(p, step)
+                shutdown = p.shutdown
+                if self.flip.draining and pass_id >= self.flip.cutover_pass():
+                    self.flip.cutover(pass_id)
+            else:
+                shutdown, flip = self.tp.run_pass(pass_id)
+                if flip:
+                    self.flip.announce(pass_id)
+                    self.flip.cutover(pass_id)
             inflight = self.sched.num_inflight
             self.board.set(F.INFLIGHT, inflight)
             if inflight > self.board.f[F.MAX_INFLIGHT]:
@@ -139,7 +188,7 @@ class RankLoop(PassSteps):
             if idle and not was_idle:
                 self.check_ledger("idle")
             was_idle = idle
-            if p.shutdown:
+            if shutdown:
                 return
             pass_id += 1
 
@@ -165,7 +214,7 @@ class RankLoop(PassSteps):
         }
 
     def policy_counters(self) -> dict:
-        return getattr(self.policy, "counters", lambda: {})()
+        return {**getattr(self.policy, "counters", lambda: {})(), **self.flip.counters()}
 
 
 def rank_main(a: RankArgs) -> None:

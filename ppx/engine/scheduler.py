@@ -28,6 +28,8 @@ class Scheduler:
         self.locs: dict[int, list[int]] = {}  # pass_id -> out_cache_loc of its batch
         self.prefill_tokens = 0
         self.cached_tokens = 0
+        self.paused = False  # a flip is draining: nothing new is scheduled
+        self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
 
     # -- queue ----------------------------------------------------------------------------
     def add(self, reqs: list[Req]) -> None:
@@ -63,6 +65,7 @@ class Scheduler:
                 return None
             self.cache.admit(req, prefix_len, self.need_of(req, prefix_len))
             self.cached_tokens += prefix_len
+            self.admitted.append((req.rid, prefix_len))
             self.waiting.remove(req)
         extend = min(req.seq_len - req.computed, budget)
         return Entry(req.rid, req.computed, extend, final=req.computed + extend == req.seq_len)

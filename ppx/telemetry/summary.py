@@ -87,6 +87,9 @@ def build(cfg, exp, run_dir, outcome: dict, driver, reports: dict, mismatches: l
         group_event = k in ("flips", "voids", "stops", "retracted_at_flip", "reprefill_tokens")
         vals = [v or 0 for v in per_rank[k]]
         s[k] = int(max(vals or [0])) if group_event else int(sum(vals))
+    cut = sorted(rep0.get("cutover_ms", []))
+    if cut:
+        s["cutover_ms_p50"], s["cutover_ms_max"] = _pct(cut, 50), round(cut[-1], 3)
     if s["verdict"] == "stopped":
         s["stops"] = max(s["stops"], 1)
     s["per_rank"] = per_rank

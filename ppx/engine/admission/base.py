@@ -26,6 +26,8 @@ class Policy:
         """The upstream rule: form the prefill batch from this rank's own queue and tree;
         fall back to the slot's decode batch."""
         s = self.sched
+        if s.paused:
+            return None
         entries: list[Entry] = []
         budget = s.chunk_size
         for req in s.candidates():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 
-from ppx.config import pool_sizes
 from ppx.core import Flag, Kind, Message, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
@@ -32,9 +31,8 @@ class DecisionPolicy(Policy):
         self.void_streak: list[tuple[int, int, int]] = []
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
-        if loop.is_first:  # admit against the smallest pool, so every follower can hold it
-            pools = pool_sizes(cfg)
-            self.sched.cache.slack = pools[loop.rank] - min(pools)
+        # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
+        # plan), so a follower never lacks room for what it is told
 
     # -- rank 0 ---------------------------------------------------------------------------
     def clamp(self, req, local: int) -> int | None:

@@ -1,0 +1,122 @@
+"""Phase flip: TP <-> PP cutovers under load, with epochs.
+
+Rank 0 decides a flip from the schedule and announces it in-band (on the chain in the PP
+phase, in the batch broadcast in the TP phase), so every rank sees it at the same pass. The
+cutover: stop admitting, drain (or void) the slots in flight, retract the residents to the
+waiting queue keeping their generated tokens, release the KV (the layout changes), switch
+the execution plan, advance the epoch, check that every rank holds the same epoch (a desync
+is a named stop), resume.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from ppx.core import Flag
+from ppx.engine.board import F, Op
+
+PHASES = ("pp", "tp")
+
+
+class FlipControl:
+    def __init__(self, loop) -> None:
+        self.loop = loop
+        f = loop.cfg.flip
+        self.enabled = bool(f.enabled)
+        self.every_s, self.every_passes = float(f.every_s), int(f.every_passes)
+        self.inflight_mode = str(f.inflight)
+        self.max_flips = int(f.max_flips)
+        self.desync_rank = int(loop.cfg.faults.epoch_desync_rank)
+        self.last_cutover_t = time.time()
+        self.last_cutover_pass = 0
+        self.announced_pass: int | None = None  # a cutover is under way since this pass
+        self.announced_t = 0.0
+        self.flips = 0
+        self.cutover_ms: list[float] = []
+        self.retracted = 0
+        self.reprefill_tokens = 0
+
+    @property
+    def draining(self) -> bool:
+        return self.announced_pass is not None
+
+    def due(self, pass_id: int) -> bool:
+        """Rank 0: is a flip due at this pass? (Only rank 0 reads the clock; the others learn
+        it from the chain, so no two ranks can decide differently.)"""
+        if not self.enabled or self.draining or (self.max_flips and self.flips >= self.max_flips):
+            return False
+        if self.every_passes and pass_id - self.last_cutover_pass >= self.every_passes:
+            return True
+        return bool(self.every_s) and time.time() - self.last_cutover_t >= self.every_s
+
+    def announce(self, pass_id: int) -> None:
+        """Every rank, at the pass whose chain carries the flip: stop admitting; in `void`
+        mode the slots in flight will come back as voids."""
+        loop = self.loop
+        self.announced_pass, self.announced_t = pass_id, time.time()
+        loop.sched.paused = True
+        if self.inflight_mode == "void":
+            for b in loop.sched.inflight:
+                if b is not None:
+                    b.flip_void = True
+        loop.events.emit("flip_start", pass_id, -1, -1, loop.epoch, f"{loop.phase}->{self.target} {self.inflight_mode}")
+
+    @property
+    def target(self) -> str:
+        return "tp" if self.loop.phase == "pp" else "pp"
+
+    def cutover_pass(self) -> int:
+        """Outputs of batches launched before the announcement are back, and relayed, S - 1
+        passes later on every rank; the cutover happens at the end of that pass."""
+        return self.announced_pass + self.loop.num_slots - 1
+
+    def cutover(self, pass_id: int) -> None:
+        loop = self.loop
+        s = loop.sched
+        assert s.num_inflight == 0, f"rank{loop.rank}: cutover with {s.num_inflight} slots in flight"
+        residents = [r for slot in s.running for r in slot] + ([s.chunked] if s.chunked else [])
+        for req in residents:
+            self.reprefill_tokens += req.computed
+            s.requeue(req)  # generated tokens are kept; the KV is about to be released
+        self.retracted += len(residents)
+        target = self.target
+        loop.switch_plan(target)
+        loop.epoch += 1
+        if loop.rank == self.desync_rank and self.flips == 0:
+            loop.epoch += 1  # faults.epoch_desync_rank: this rank miscounts its first cutover
+        self.check_epochs(pass_id)
+        ms = (time.time() - self.announced_t) * 1e3
+        self.cutover_ms.append(ms)
+        self.flips += 1
+        self.announced_pass = None
+        self.last_cutover_t, self.last_cutover_pass = time.time(), pass_id
+        loop.board.set(F.FLIPS, self.flips)
+        loop.board.set(F.EPOCH, loop.epoch)
+        loop.board.set(F.PHASE, PHASES.index(target))
+        loop.events.emit("flip_end", pass_id, -1, -1, loop.epoch,
+                         f"now {target}; cutover_ms={ms:.1f} retracted={len(residents)}")
+
+    def check_epochs(self, pass_id: int) -> None:
+        loop = self.loop
+        mine = torch.tensor([loop.epoch], dtype=torch.int64)
+        every = [torch.zeros(1, dtype=torch.int64) for _ in range(loop.world)]
+        since = loop.board.block(Op.RECV, -1, 0, -1, pass_id, -1)
+        torch.distributed.all_gather(every, mine)
+        loop.board.unblock(Op.RECV, -1, 0, -1, pass_id, -1, since)
+        epochs = [int(e) for e in every]
+        if len(set(epochs)) > 1:
+            odd = next(r for r, e in enumerate(epochs) if e != epochs[0])
+            loop.stop(f"epoch desync at cutover (pass {pass_id}): rank0 epoch={epochs[0]}, "
+                      f"rank{odd} epoch={epochs[odd]}")
+
+    def counters(self) -> dict:
+        ms = sorted(self.cutover_ms)
+        return {"flips": self.flips, "retracted_at_flip": self.retracted, "reprefill_tokens": self.reprefill_tokens,
+                "cutover_ms": [round(x, 3) for x in ms]}
+
+
+def chain_flags(loop, pass_id: int) -> int:
+    """Rank 0 in the PP phase: the FLIP bit rides this pass's chain when a flip is due."""
+    return Flag.FLIP if loop.flip.due(pass_id) else 0
