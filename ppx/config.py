@@ -216,6 +216,9 @@ def validate(cfg: DictConfig) -> DictConfig:
 
         if not torch.cuda.is_available():
             raise ConfigError(f"device={merged.device}: CUDA is not available on this machine")
+    pms = merged.engine.kv.prefetch_ms
+    if pms is not None and len(pms) != pp:
+        raise ConfigError(f"engine.kv.prefetch_ms has {len(pms)} entries for pp={pp}")
     ppr = merged.engine.kv.pool_per_rank
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")

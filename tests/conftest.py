@@ -19,3 +19,17 @@ def ppx_run(tmp_path):
         return proc, summary, str(d)
 
     return _run
+
+
+@pytest.fixture
+def engine(tmp_path):
+    """engine(*overrides) -> (summary, run_dir): a real run, booted in-process."""
+    from ppx_helpers import run_inproc
+
+    counter = iter(range(1000))
+
+    def _run(*overrides):
+        d = str(tmp_path / f"run{next(counter)}")
+        return run_inproc(d, *overrides), d
+
+    return _run

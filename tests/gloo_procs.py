@@ -8,7 +8,7 @@ import time
 import torch
 
 from ppx.core import Kind, Message
-from ppx.engine.board import Board, RankBoard
+from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.channels import Channels
 from ppx.engine.transport.gloo import GlooTransport
 
@@ -41,6 +41,7 @@ def stash_worker(rank, world, port, board_path, out_path):
                   "again": ch.try_recv(0, Kind.LAP) is None}
     with open(out_path % rank, "w") as f:
         json.dump(result, f)
+    ch.board.set(F.STATE, State.DONE)  # a clean exit, not a dead peer
     ch.t.close()
 
 
@@ -55,6 +56,7 @@ def blocked_worker(rank, world, port, board_path, out_path):
         msg = ch.recv(0, Kind.PROXY, slot=2, pass_id=5, width=3)
         with open(out_path % rank, "w") as f:
             json.dump({"shape": list(msg.tensors[0].shape)}, f)
+    ch.board.set(F.STATE, State.DONE)  # a clean exit, not a dead peer
     ch.t.close()
 
 
@@ -77,4 +79,5 @@ def order_worker(rank, world, port, board_path, out_path, wrong: bool):
             ch.flush()
     with open(out_path % rank, "w") as f:
         json.dump({"done": True}, f)
+    ch.board.set(F.STATE, State.DONE)  # a clean exit, not a dead peer
     ch.t.close()

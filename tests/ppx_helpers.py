@@ -42,3 +42,35 @@ def run_ppx(run_dir, *overrides: str, timeout: float = 240, logger: str = "none"
     return proc, summary
 
 
+
+
+def compose(*overrides: str):
+    """The validated config `python -m ppx.run` would build for these overrides."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from ppx.config import validate
+
+    with initialize_config_dir(config_dir=os.path.join(ROOT, "conf"), version_base=None):
+        cfg = hydra_compose(config_name="config", overrides=list(overrides))
+    return validate(cfg)
+
+
+def run_inproc(run_dir: str, *overrides: str) -> dict:
+    """Boot the real multi-process engine from this process (no Hydra CLI start-up cost):
+    same supervisor, ranks, gloo, oracle and store as `python -m ppx.run`."""
+    from ppx.run import execute
+
+    cfg = compose("logger=none", *overrides)
+    os.makedirs(run_dir, exist_ok=True)
+    exp = next((o.split("=", 1)[1] for o in overrides if o.startswith("+exp=")), None)
+    summary = execute(cfg, run_dir, exp)
+    assert pids_alive(run_dir) == [], "a rank process outlived its run"
+    return summary
+
+
+def outputs(run_dir: str) -> dict[int, list[int]]:
+    import pandas as pd
+
+    df = pd.read_parquet(os.path.join(run_dir, "requests.parquet"))
+    return {int(r): list(ids) for r, ids in zip(df["rid"], df["output_ids"]) if len(ids)}

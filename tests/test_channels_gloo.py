@@ -85,11 +85,13 @@ def _watch(procs, board, stall_s=1.5, limit=DEADLINE_S):
 
 def test_wrong_order_wedges_and_watchdog_names_cycle(tmp_path):
     procs, board, _ = _spawn(gloo_procs.order_worker, 2, tmp_path, True)
-    verdict, took = _watch(procs, board)
+    verdict, _ = _watch(procs, board)
     recs = [board.blocked_on(r) for r in range(2)]
     _join(procs, timeout=0.1)
     assert verdict == "wedged"
-    assert took < 1.5 + 3
+    # the verdict came within stall_s + 3 s of the moment the last rank blocked (boot time on
+    # a loaded machine is not part of the wedge)
+    assert min(r["since_s"] for r in recs) < 1.5 + 3
     text = cycle_text(find_cycle(graph(recs)))
     assert text in ("rank0 -[flush chain]-> rank1 -[recv decision]-> rank0",
                     "rank1 -[recv decision]-> rank0 -[flush chain]-> rank1")

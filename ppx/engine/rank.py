@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from ppx.core import Flag, Kind, Message, StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import Board, F, RankBoard, State
+from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.channels import Channels
 from ppx.engine.intake import Intake
@@ -108,6 +109,9 @@ class RankLoop(PassSteps):
         e = cfg.engine
         self.cache = KVCache(self.model.num_layers, self.pools[r], kv_heads, d.head_dim, e.max_reqs,
                              cfg.model.max_context, cfg.device, self.dtype)
+        if e.kv.host_tier:
+            ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
+            self.cache.host = HostTier(self.cache.k, self.cache.v, float(ms[r]) / 1e3)
         if self.is_first and (phase == "tp" or e.admission.name != "rank_local"):
             self.cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
         old = self.sched

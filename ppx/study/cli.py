@@ -59,6 +59,24 @@ def _missing_cells(df: pd.DataFrame, cells: list[Cell]) -> list[Cell]:
     return [c for i, c in enumerate(cells) if i not in found]
 
 
+def _printable(table: pd.DataFrame, width: int = 64) -> pd.DataFrame:
+    """The table as printed: no run_dir, no column that is empty for every run (no `cycle`
+    when nothing wedged, no `reason` when everything served), blanks for missing values
+    and long texts cut to `width` characters (table.md keeps them whole)."""
+    table = table.drop(columns=["run_dir"])
+    out = {}
+    for col in table.columns:
+        values = table[col]
+        if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+            text = values.astype("string").fillna("")
+            if text.eq("").all():
+                continue
+            out[col] = text.map(lambda v: v if len(v) <= width else v[: width - 3] + "...")
+        elif not values.isna().all():
+            out[col] = values
+    return pd.DataFrame(out)
+
+
 def evaluate(study: Study, runs_dir: Path, out: Path, echo=print, plots: bool = True) -> Outcome:
     """Load the finished runs under `runs_dir`, check expectations, write table.md,
     table.csv, expectations.md and PNG figures into `out`, and print the verdicts."""
@@ -69,7 +87,7 @@ def evaluate(study: Study, runs_dir: Path, out: Path, echo=print, plots: bool = 
     cells = study.expand()
     missing = _missing_cells(df, cells) if cells else []
     results = check_expectations(df, study.expect)
-    table = study_table(df, keys)
+    table = study_table(df, keys, sort=not study.explicit)
 
     table.to_csv(out / "table.csv", index=False)
     (out / "table.md").write_text(f"# {study.name}\n\n{study.question}\n\n" + to_markdown(table))
@@ -81,7 +99,7 @@ def evaluate(study: Study, runs_dir: Path, out: Path, echo=print, plots: bool = 
     with pd.option_context(
         "display.width", 200, "display.max_columns", 30, "display.max_colwidth", 48
     ):
-        echo(table.drop(columns=["run_dir"]).to_string(index=False) if len(table) else "(no runs)")
+        echo(_printable(table).to_string(index=False) if len(table) else "(no runs)")
     echo("")
     for r in results:
         echo(f"{r.status:>7}  [{r.index}] {r.description}\n         {r.detail}")
@@ -109,7 +127,7 @@ def run_study(
     cells = study.expand()
     echo(f"study {study.name}: {len(cells)} cells -> {runs_dir}")
     parallel = int(study.launcher.get("n_jobs", 1)) if study.explicit else 1
-    progress = Progress(runs_dir, cells, echo=echo)
+    progress = Progress(runs_dir, cells, echo=echo, keys=study.cell_keys)
     codes = run_sweep(commands, progress, out / "logs", parallel, timeout_s, poll_s)
     for i, code in enumerate(codes):
         if code != 0:

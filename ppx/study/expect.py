@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ppx.analysis.load import load_requests
 from ppx.analysis.postmortem import cycle_ranks, cycle_words, load_postmortem
 from ppx.study.spec import norm_key, value_text
 
@@ -28,7 +29,7 @@ OPS = {
     "!=": operator.ne,
 }
 _CMP = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*$")
-RESERVED = {"when", "name", "why", "compare", "lhs", "rhs", "op", "agg"}
+RESERVED = {"when", "name", "why", "compare", "lhs", "rhs", "op", "agg", "same_outputs"}
 
 
 @dataclass
@@ -107,6 +108,13 @@ def check_value(row: pd.Series, key: str, want: Any) -> tuple[bool, str]:
     if key == "cycle_ranks":
         have = cycle_ranks(_run_cycle(row))
         return have == sorted(int(r) for r in want), f"cycle ranks={have}"
+    if key == "reason_contains":
+        # Case-insensitive substring of the run's `reason`; a list means "one of".
+        wants = want if isinstance(want, list) else [want]
+        reason = row.get("reason")
+        have = "" if reason is None or pd.isna(reason) else str(reason)
+        ok = any(str(w).lower() in have.lower() for w in wants)
+        return ok, f"reason={have!r}"
     if key == "cycle_kinds":
         words = cycle_words(_run_cycle(row))
         missing = [k for k in want if str(k).lower() not in words]
@@ -138,7 +146,10 @@ def _describe(exp: dict[str, Any]) -> str:
             f"[{_fmt_when(exp.get('rhs'))}]"
         )
         return text + (f" within {_fmt_when(exp['when'])}" if exp.get("when") else "")
-    checks = ", ".join(f"{k}: {v}" for k, v in exp.items() if k not in RESERVED)
+    items = [(k, v) for k, v in exp.items() if k not in RESERVED]
+    if exp.get("same_outputs"):
+        items.append(("same_outputs", True))
+    checks = ", ".join(f"{k}: {v}" for k, v in items)
     return f"{_fmt_when(exp.get('when'))} -> {checks or '(no checks)'}"
 
 
@@ -161,6 +172,46 @@ def _check_compare(df: pd.DataFrame, exp: dict[str, Any]) -> tuple[bool, str]:
     return ok, f"{agg} {metric}: {lv:.4g} (n={ln}) {op} {rv:.4g} (n={rn}) is {ok}"
 
 
+def _outputs(run_dir: str) -> dict[int, tuple[int, ...]] | None:
+    """rid -> output token ids of one run's served requests (None without requests.parquet)."""
+    req = load_requests(run_dir)
+    if req.empty:
+        return None
+    if "outcome" in req:
+        req = req[req["outcome"] == "served"]
+    return {int(r): tuple(int(t) for t in ids) for r, ids in zip(req["rid"], req["output_ids"])}
+
+
+def _check_same_outputs(runs: pd.DataFrame) -> tuple[bool, str, list[str]]:
+    """Every selected run served the same requests with token-identical outputs (what an
+    oracle-checked engine must do whatever the admission policy). Compared to the first."""
+    if len(runs) < 2:
+        return False, f"same_outputs needs at least 2 runs, {len(runs)} selected", []
+    dirs = [str(d) for d in runs["run_dir"]]
+    ref = _outputs(dirs[0])
+    if ref is None:
+        return False, f"{dirs[0]} has no requests.parquet", [dirs[0]]
+    failing, seen = [], []
+    for run_dir, run_id in zip(dirs[1:], runs["run_id"].iloc[1:]):
+        have = _outputs(run_dir)
+        if have is None:
+            failing.append(run_dir)
+            seen.append(f"{run_id}: no requests.parquet")
+            continue
+        if set(have) != set(ref):
+            failing.append(run_dir)
+            seen.append(f"{run_id}: served rids differ ({len(have)} vs {len(ref)})")
+            continue
+        diff = sorted(r for r in ref if have[r] != ref[r])
+        if diff:
+            failing.append(run_dir)
+            seen.append(f"{run_id}: outputs differ for rids {diff[:5]}")
+    tokens = sum(len(v) for v in ref.values())
+    detail = f"outputs of {len(runs)} runs ({len(ref)} requests, {tokens} tokens each) "
+    detail += ("differ: " + "; ".join(seen)) if seen else "identical"
+    return not failing, detail, failing
+
+
 def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[Result]:
     """Evaluate every expectation on the runs frame (`ppx.analysis.load_runs`)."""
     results = []
@@ -176,6 +227,9 @@ def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[R
             continue
         checks = {k: v for k, v in exp.items() if k not in RESERVED}
         failing, seen = [], []
+        same_ok, same_detail = True, ""
+        if exp.get("same_outputs"):
+            same_ok, same_detail, failing = _check_same_outputs(runs)
         for _, row in runs.iterrows():
             bad = []
             for key, want in checks.items():
@@ -183,11 +237,14 @@ def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[R
                 if not ok:
                     bad.append(what)
             if bad:
-                failing.append(str(row.get("run_dir")))
+                if str(row.get("run_dir")) not in failing:
+                    failing.append(str(row.get("run_dir")))
                 seen.append(f"{row.get('run_id')}: {', '.join(bad)}")
         n = len(runs)
         detail = f"{n - len(failing)}/{n} runs hold"
+        if same_detail:
+            detail += f"; {same_detail}"
         if seen:
             detail += "; " + "; ".join(seen[:5]) + (" ..." if len(seen) > 5 else "")
-        results.append(Result(i, desc, not failing, detail, failing))
+        results.append(Result(i, desc, same_ok and not failing, detail, failing))
     return results

@@ -21,8 +21,11 @@ TABLE_METRICS = [
     "voids",
     "flips",
     "retractions",
+    "refusals",
+    "stops",
     "oracle_mismatches",
     "cycle",
+    "reason",
 ]
 
 
@@ -38,7 +41,9 @@ def add_cell_columns(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return df
 
 
-def study_table(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def study_table(df: pd.DataFrame, keys: list[str], sort: bool = True) -> pd.DataFrame:
+    """One row per run: the cell keys, verdict, headline metrics and run dir, sorted by
+    the keys (`sort=False` keeps the runs' own order, i.e. an explicit cell list's)."""
     cols = keys + ["verdict"] + [m for m in TABLE_METRICS if m in df] + ["run_dir"]
     table = df[cols].copy()
     if len(table):
@@ -46,7 +51,8 @@ def study_table(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         table["run_dir"] = [
             os.path.relpath(str(p), root) if root else str(p) for p in table["run_dir"]
         ]
-        table = table.sort_values(keys or ["run_dir"], kind="stable")
+        if sort:
+            table = table.sort_values(keys or ["run_dir"], kind="stable")
     return table.reset_index(drop=True)
 
 

@@ -62,6 +62,7 @@ class Study:
     launcher: dict[str, Any] = field(default_factory=lambda: {"name": "joblib", "n_jobs": 2})
     expect: list[dict[str, Any]] = field(default_factory=list)
     group: str | None = None  # W&B group; defaults to the study name
+    columns: list[str] = field(default_factory=list)  # table/grid keys; empty = varied keys
     path: Path | None = None
 
     @property
@@ -78,7 +79,10 @@ class Study:
 
     @property
     def cell_keys(self) -> list[str]:
-        """The keys that vary between cells (table columns / grid axes)."""
+        """The table columns / grid axes: `columns` when the study names them, else the
+        keys that vary between cells."""
+        if self.columns:
+            return list(self.columns)
         if not self.cells:
             return list(self.sweep)
         keys: dict[str, None] = {}
@@ -111,7 +115,9 @@ def _as_launcher(raw: Any) -> dict[str, Any]:
 
 
 def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> Study:
-    known = {"question", "base", "sweep", "cells", "launcher", "expect", "group"}
+    # `defs` is never read: it is where a study keeps YAML anchors (`&A`) that its cells
+    # merge in (`<<: *A`), so families of cells share their common overrides.
+    known = {"question", "base", "sweep", "cells", "launcher", "expect", "group", "columns", "defs"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"study {name}: unknown keys {unknown} (known: {sorted(known)})")
@@ -128,6 +134,9 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
     if not isinstance(expect, list) or not all(isinstance(e, dict) for e in expect):
         raise ValueError(f"study {name}: `expect` must be a list of mappings")
     group = data["group"] if "group" in data else name
+    columns = data.get("columns") or []
+    if not isinstance(columns, list):
+        raise ValueError(f"study {name}: `columns` must be a list of override keys")
     return Study(
         name=name,
         question=str(data["question"]).strip(),
@@ -137,6 +146,7 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
         launcher=_as_launcher(data.get("launcher")),
         expect=expect,
         group=group,
+        columns=[norm_key(str(c)) for c in columns],
         path=path,
     )
 

@@ -74,8 +74,11 @@ def cell_of(overrides: dict[str, str], cells: list[Cell]) -> int | None:
     return None
 
 
-def cell_name(cell: Cell) -> str:
-    return " ".join(f"{k}={v}" for k, v in cell.items()) or "(base)"
+def cell_name(cell: Cell, keys: list[str] | None = None) -> str:
+    """`k=v ...` for a cell; with `keys`, only those (the study's columns), so progress
+    lines stay short when cells share long family overrides."""
+    items = [(k, cell[k]) for k in keys if k in cell] if keys else list(cell.items())
+    return " ".join(f"{k}={v}" for k, v in items) or "(base)"
 
 
 @dataclass
@@ -92,6 +95,7 @@ class Progress:
     runs_dir: Path
     cells: list[Cell]
     echo: Callable[[str], None] = print
+    keys: list[str] | None = None  # the cell keys shown per job (default: all)
     jobs: dict[str, JobState] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
@@ -126,7 +130,10 @@ class Progress:
 
     def _report(self, job: str, state: JobState) -> None:
         c = self.counts()
-        where = cell_name(self.cells[state.cell]) if state.cell is not None else f"job {job}"
+        if state.cell is not None:
+            where = cell_name(self.cells[state.cell], self.keys)
+        else:
+            where = f"job {job}"
         what = state.status + (f" ({state.verdict})" if state.verdict else "")
         self.echo(
             f"[{time.monotonic() - self.started:6.1f}s {c['done']}/{len(self.cells)} done, "

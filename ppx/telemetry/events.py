@@ -9,7 +9,7 @@ import time
 
 class EventLog:
     def __init__(self, path: str, rank: int, t0: float) -> None:
-        self.f = open(path, "a", buffering=1)
+        self.f = open(path, "w", buffering=1)
         self.rank, self.t0 = rank, t0
         self.counts: dict[str, int] = {}
 

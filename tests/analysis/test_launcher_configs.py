@@ -61,10 +61,21 @@ def minimal_conf(tmp_path_factory) -> Path:
     return conf
 
 
+def _register_engine_schemas() -> None:
+    # The engine's groups start from structured schemas (`defaults: [schema, _self_]`) that
+    # `python -m ppx.run` registers before composing; do the same so conf/config.yaml composes.
+    try:
+        from ppx.config import register_configs
+    except ImportError:
+        return
+    register_configs()
+
+
 def _launcher_node(name: str, minimal_conf: Path):
     project = REPO / "conf"
     if (project / "config.yaml").exists():
         try:
+            _register_engine_schemas()
             return _compose_launcher(project, name)
         except Exception as exc:  # the engine's config is not ours to fix here
             warnings.warn(

@@ -48,8 +48,13 @@ class Policy:
         return s.place(s.decode_entries(slot), slot, pass_id, "decode")
 
     def local_match(self, req) -> int:
-        """This rank's own radix match (the host tier may extend it, asynchronously)."""
-        return self.sched.cache.match(req.tokens)
+        """This rank's own radix match (the host tier may extend it, asynchronously). A rank
+        that decides for itself (rank 0, or any rank under rank_local) acts on what it holds
+        now; a follower reports a pending load as unresolved."""
+        local = self.sched.cache.match(req.tokens)
+        if local < 0 and (self.loop.is_first or self.name == "rank_local"):
+            return self.sched.cache.tree_match(req.tokens)
+        return local
 
     def clamp(self, req, local: int) -> int | None:
         """Hook for the guard: rank 0 may offer less than its local match."""

@@ -108,6 +108,8 @@ class DecisionPolicy(Policy):
             if req is None:
                 loop.stop(f"decision names rid {e.rid} unknown to rank{loop.rank} (pass {p.pass_id})", p)
             local = req.computed if req is s.chunked else self.local_match(req)
+            if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
+                local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
             ok = local != UNRESOLVED and (local == e.prefix_len if req is s.chunked else local >= e.prefix_len)
             if ok and req is not s.chunked and not s.cache.can_admit(s.need_of(req, e.prefix_len)):
                 ok = False

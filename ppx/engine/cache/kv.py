@@ -30,6 +30,7 @@ class KVCache:
         self.rows: dict[int, list[int]] = {}  # rid -> slot ids of its row (host mirror)
         self.evictions = 0
         self.slack = 0  # rank 0 under a decision policy admits against the smallest pool
+        self.host = None  # HostTier when engine.kv.host_tier is on
 
     # -- capacity -------------------------------------------------------------------------
     @property
@@ -41,18 +42,47 @@ class KVCache:
 
     def _alloc(self, n: int) -> list[int]:
         if len(self.free) < n:
-            freed = self.tree.evict(n - len(self.free))
+            freed = self.tree.evict(n - len(self.free), self.host.save if self.host else None)
             self.evictions += len(freed)
             self.free += freed
         if len(self.free) < n:
             raise RuntimeError(f"KV pool exhausted: need {n}, free {len(self.free)}")
         return [self.free.pop() for _ in range(n)]
 
+    def _alloc_spare(self, n: int) -> list[int] | None:
+        """Slots for a host load-back, only out of room no admission has reserved."""
+        return self._alloc(n) if self.available >= n else None
+
     # -- request lifecycle ----------------------------------------------------------------
     def match(self, tokens: list[int]) -> int:
-        """Local prefix length for a sequence, leaving one token to compute."""
-        slots, _ = self.tree.match(tokens[: max(len(tokens) - 1, 0)])
+        """Local prefix length for a sequence, leaving one token to compute. With a host
+        tier: -1 (unresolved) while the continuation is being loaded back, and a load is
+        started when the host holds it."""
+        self.land_prefetches()
+        usable = tokens[: max(len(tokens) - 1, 0)]
+        slots, _ = self.tree.match(usable)
+        if self.host is not None and len(slots) < len(usable):
+            if self.host.pending_for(usable, len(slots)):
+                return -1
+            if self.host.start_load(usable, len(slots), self._alloc_spare):
+                return -1
         return len(slots)
+
+    def tree_match(self, tokens: list[int]) -> int:
+        """What this rank can use right now, ignoring loads under way."""
+        return len(self.tree.match(tokens[: max(len(tokens) - 1, 0)])[0])
+
+    def land_prefetches(self) -> None:
+        """Insert finished host loads into the tree (main thread only)."""
+        if self.host is None:
+            return
+        for e in self.host.finished():
+            prefix, _ = self.tree.match(list(e.path[: e.start]))
+            if len(prefix) < e.start:  # the prefix it extends was evicted meanwhile
+                self.free += e.slots
+                continue
+            present = self.tree.insert(list(e.path), prefix + e.slots)
+            self.free += [s for i, s in enumerate(e.slots) if e.start + i < present]
 
     def admit(self, req: Req, prefix_len: int, need: int) -> None:
         """Give `req` a row, its first `prefix_len` tokens from the tree (locked), and reserve
@@ -142,7 +172,8 @@ class KVCache:
         owned = [s for rid, row in self.rows.items() for s in row[self.tree_len[rid] :]]
         seen: dict[int, str] = {}
         violations: list[str] = []
-        for name, slots in (("free", free), ("tree", tree), ("request", owned)):
+        loading = self.host.loading_slots if self.host else []
+        for name, slots in (("free", free), ("tree", tree), ("request", owned), ("prefetch", loading)):
             for s in slots:
                 if s in seen:
                     violations.append(f"slot {s} both {seen[s]} and {name}")
@@ -150,5 +181,5 @@ class KVCache:
         missing = self.pool_tokens - len(seen)
         if missing:
             violations.append(f"{missing} slots owned by nobody")
-        return {"free": len(free), "tree": len(tree), "request": len(owned),
+        return {"free": len(free), "tree": len(tree), "request": len(owned), "prefetch": len(loading),
                 "violations": violations[:20], "num_violations": len(violations)}

@@ -101,13 +101,24 @@ class RadixTree:
     def evictable(self) -> int:
         return self.size - self.locked_size
 
-    def evict(self, need: int) -> list[int]:
-        """Free at least `need` slots from unlocked leaves, least recently used first."""
+    def path_of(self, node: Node) -> list[int]:
+        parts = []
+        while node is not self.root:
+            parts.append(node.key)
+            node = node.parent
+        return [t for key in reversed(parts) for t in key]
+
+    def evict(self, need: int, on_evict=None) -> list[int]:
+        """Free at least `need` slots from unlocked leaves, least recently used first;
+        `on_evict(path, start, slots)` sees each leaf before its slots are freed."""
         heap = [(n.stamp, id(n), n) for n in self._nodes() if not n.children and n.lock == 0]
         heapq.heapify(heap)
         freed: list[int] = []
         while heap and len(freed) < need:
             _, _, leaf = heapq.heappop(heap)
+            if on_evict is not None:
+                path = self.path_of(leaf)
+                on_evict(path, len(path) - len(leaf.value), leaf.value)
             freed += leaf.value
             self.size -= len(leaf.value)
             parent = leaf.parent

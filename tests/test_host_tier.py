@@ -1,0 +1,52 @@
+"""Host KV tier: eviction saves to the host, a background load brings it back (async)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from ppx.core import Req
+from ppx.engine.cache.host import HostTier
+from ppx.engine.cache.kv import KVCache
+
+
+def _cache(pool=24, prefetch_s=0.2):
+    c = KVCache(num_layers=2, pool_tokens=pool, kv_heads=1, head_dim=2, max_reqs=4, max_context=64)
+    c.host = HostTier(c.k, c.v, prefetch_s)
+    return c
+
+
+def _serve(c, rid, tokens):
+    r = Req(rid, tokens, max_new=1)
+    c.admit(r, c.tree_match(tokens), need=len(tokens) + 1)
+    locs = c.extend(r, r.seq_len - r.computed)
+    for layer in range(2):  # write recognisable KV: the token id itself
+        c.k[layer][torch.tensor(locs)] = torch.tensor(tokens[-len(locs):], dtype=torch.float32)[:, None, None]
+    c.commit(r)
+    r.output.append(0)
+    c.release(r)
+
+
+def test_evicted_prefix_loads_back_asynchronously_with_its_kv():
+    c = _cache()
+    a = list(range(1, 13))
+    _serve(c, 0, a)
+    _serve(c, 1, list(range(100, 115)))  # forces a's eviction to the host
+    assert c.host.saves >= 1 and c.tree_match(a + [99]) == 0
+    assert c.match(a + [99]) == -1  # a load started: unresolved, never 0
+    assert c.match(a + [99]) == -1  # still pending: the verdict is the rank's own
+    time.sleep(0.4)
+    assert c.match(a + [99]) == 12  # landed in the tree
+    slots, _ = c.tree.match(a)
+    assert c.k[0][torch.tensor(slots)][:, 0, 0].tolist() == [float(t) for t in a]
+    assert c.ledger()["num_violations"] == 0
+
+
+def test_loading_slots_are_in_the_ledger_while_pending():
+    c = _cache(prefetch_s=0.5)
+    _serve(c, 0, list(range(1, 13)))
+    _serve(c, 1, list(range(100, 115)))
+    assert c.match(list(range(1, 13)) + [7]) == -1
+    led = c.ledger()
+    assert led["prefetch"] > 0 and led["num_violations"] == 0
