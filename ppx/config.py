@@ -88,6 +88,7 @@ class EngineCfg:
     readiness: bool = False
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
+    width_check: str = "fingerprint"  # fingerprint (rows + rids/extend lengths) | rows
 
 
 @dataclass
@@ -112,6 +113,8 @@ class FaultsCfg:
     epoch_desync_rank: int = -1
     pool_rank: int = -1  # per-rank KV pool skew: this rank gets `pool_tokens` instead
     pool_tokens: int = 0
+    lifo_rank: int = -1  # this rank scans its waiting queue newest-first (a scheduling skew)
+    drop_void_output: bool = False  # the last rank sends no void output (the pre-#797 bug)
 
 
 @dataclass
@@ -224,6 +227,8 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
     if merged.engine.admission.on_refusal not in ("void", "stop"):
         raise ConfigError(f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop")
+    if merged.engine.width_check not in ("fingerprint", "rows"):
+        raise ConfigError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
     if merged.engine.guard.name not in ("off", "rid", "prefix"):
         raise ConfigError(f"engine.guard.name={merged.engine.guard.name!r}: off | rid | prefix")
     if merged.workload.prompt_min > merged.workload.prompt_max:

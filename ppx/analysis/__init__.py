@@ -19,7 +19,9 @@ from ppx.analysis.load import (
     load_runs,
     load_series,
     load_summary,
+    override_value,
     read_overrides,
+    with_overrides,
 )
 from ppx.analysis.ops import plot_ops_timeline
 from ppx.analysis.plots import plot_bars, plot_latency, plot_verdict_grid
@@ -63,9 +65,11 @@ __all__ = [
     "plot_ops_timeline",
     "plot_verdict_grid",
     "plot_waitfor",
+    "override_value",
     "read_overrides",
     "save_figure",
     "save_table",
     "verdict_counts",
     "wide",
+    "with_overrides",
 ]

@@ -196,3 +196,36 @@ def load_events(runs: RunsArg) -> pd.DataFrame:
 def load_requests(runs: RunsArg) -> pd.DataFrame:
     """`requests.parquet` of one or many runs (see `load_series` for the extra columns)."""
     return _load_table(runs, "requests.parquet", REQUEST_COLUMNS)
+
+
+def override_value(row: pd.Series, key: str) -> Any:
+    """What one run (a row of `load_runs`) was asked for under an override key: its
+    recorded Hydra override first, else the column of that name or the config choice the
+    key selects (`engine/guard` -> `guard`), so defaults never overridden still show."""
+    key = key.strip().lstrip("+~")
+    recorded = row.get("overrides")
+    if isinstance(recorded, dict) and key in recorded:
+        return recorded[key]
+    for col in (key, key.split("/")[-1]):
+        if col in row.index:
+            return row[col]
+    return None
+
+
+def with_overrides(runs: pd.DataFrame, keys: str | Iterable[str]) -> pd.DataFrame:
+    """A copy of `runs` with one string column per override key, named as written
+    (`faults.pool_tokens`, `engine/guard`), so sweeps over knobs that are not config
+    choices can be grouped, plotted and compared like choices. Keys that already are
+    columns (`pp`, `guard`) are left as they are."""
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    df = runs.copy()
+    for key in keys:
+        if key in df.columns:
+            continue
+        values = [override_value(row, key) for _, row in df.iterrows()]
+        df[key] = pd.Series(
+            [None if v is None or pd.isna(v) else str(v) for v in values],
+            index=df.index,
+            dtype="object",
+        )
+    return df

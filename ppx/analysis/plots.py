@@ -104,17 +104,32 @@ def plot_bars(
     df: pd.DataFrame,
     by: str | Sequence[str],
     metrics: str | Sequence[str] = ("voids", "flips", "out_tok_s"),
+    orient: str = "auto",
 ) -> Figure:
     """One panel per metric, one bar per group (mean, whiskers = min..max over runs),
-    coloured by the group's most common verdict and labelled with its run count."""
+    coloured by the group's most common verdict and labelled with its run count.
+
+    `orient="h"` draws horizontal bars with the group labels once, on the left (readable
+    with many groups or long labels); `"v"` vertical; `"auto"` picks "h" for more than six
+    groups or labels longer than 24 characters."""
     by, metrics = _as_list(by), _as_list(metrics)
     table = compare(df, by=by, metrics=metrics)
     verdict_cols = [c for c in table.columns if c.startswith("n_")]
-    fig, axes = plt.subplots(
-        1, len(metrics), figsize=(max(5.0, 3.6 * len(metrics)), 3.8), squeeze=False
-    )
+    first = table[table["metric"] == metrics[0]] if metrics else table
+    all_labels = ["/".join(str(v) for v in r) for r in first[by].itertuples(index=False)]
+    longest = max((len(lab) for lab in all_labels), default=0)
+    if orient == "auto":
+        orient = "h" if len(all_labels) > 6 or longest > 24 else "v"
+    if orient not in ("h", "v"):
+        raise ValueError(f"orient must be 'h', 'v' or 'auto', not {orient!r}")
+    horizontal = orient == "h"
+    if horizontal:
+        size = (0.07 * longest + 2.8 * len(metrics), max(2.5, 1.0 + 0.32 * len(all_labels)))
+    else:
+        size = (max(5.0, 3.6 * len(metrics)), 3.8)
+    fig, axes = plt.subplots(1, len(metrics), figsize=size, squeeze=False, sharey=horizontal)
     seen: list[str] = []
-    for ax, metric in zip(axes[0], metrics):
+    for k, (ax, metric) in enumerate(zip(axes[0], metrics)):
         part = table[table["metric"] == metric].reset_index(drop=True)
         labels = ["/".join(str(v) for v in r) for r in part[by].itertuples(index=False)]
         majority = [
@@ -122,23 +137,39 @@ def plot_bars(
             for i in range(len(part))
         ]
         seen += [m for m in dict.fromkeys(majority) if m not in seen]
-        x = np.arange(len(part))
+        pos = np.arange(len(part))
         mean = part["mean"].to_numpy(dtype=float)
         err = np.vstack([mean - part["min"], part["max"] - mean]).astype(float)
-        ax.bar(x, np.nan_to_num(mean), color=[verdict_color(v) for v in majority])
-        ax.errorbar(x, mean, yerr=np.nan_to_num(err), fmt="none", ecolor="0.3", capsize=3)
-        for xi, top, n in zip(x, part["max"].to_numpy(dtype=float), part["runs"]):
-            ax.annotate(
-                f"n={n}" if np.isfinite(top) else "n/a",
-                (xi, np.nan_to_num(top)),
-                ha="center",
-                va="bottom",
-                fontsize=7,
-            )
-        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
-        ax.set_xlabel(" / ".join(by), fontsize=8)
+        colors = [verdict_color(v) for v in majority]
+        tops = part["max"].to_numpy(dtype=float)
+        if horizontal:
+            ax.barh(pos, np.nan_to_num(mean), color=colors)
+            ax.errorbar(mean, pos, xerr=np.nan_to_num(err), fmt="none", ecolor="0.3", capsize=3)
+            for yi, top, n in zip(pos, tops, part["runs"]):
+                text = f" n={n}" if np.isfinite(top) else " n/a"
+                ax.annotate(text, (np.nan_to_num(top), yi), ha="left", va="center", fontsize=7)
+            if k == 0:
+                ax.set_yticks(pos, labels, fontsize=8)
+                ax.invert_yaxis()  # first group on top, like a table
+            ax.margins(x=0.15)
+            ax.grid(axis="x", alpha=0.3)
+        else:
+            ax.bar(pos, np.nan_to_num(mean), color=colors)
+            ax.errorbar(pos, mean, yerr=np.nan_to_num(err), fmt="none", ecolor="0.3", capsize=3)
+            for xi, top, n in zip(pos, tops, part["runs"]):
+                ax.annotate(
+                    f"n={n}" if np.isfinite(top) else "n/a",
+                    (xi, np.nan_to_num(top)),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
+            ax.set_xticks(pos, labels, rotation=30, ha="right", fontsize=8)
+            ax.set_xlabel(" / ".join(by), fontsize=8)
         ax.set_title(metric)
     _verdict_legend(axes[0][-1], seen, fontsize=7, loc="best")
+    if horizontal:  # what the labels are made of, once, above them
+        fig.suptitle("groups: " + " / ".join(by), fontsize=8, x=0.01, ha="left")
     fig.tight_layout()
     return fig
 

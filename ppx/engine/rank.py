@@ -117,6 +117,7 @@ class RankLoop(PassSteps):
         old = self.sched
         self.num_slots = world if phase == "pp" else 1
         self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, cfg.device)
+        self.sched.lifo = cfg.faults.lifo_rank == r
         if old is not None:
             self.sched.waiting, self.sched.reqs = old.waiting, old.reqs
             self.sched.cached_tokens, self.sched.prefill_tokens = old.cached_tokens, old.prefill_tokens

@@ -29,6 +29,7 @@ class Scheduler:
         self.prefill_tokens = 0
         self.cached_tokens = 0
         self.paused = False  # a flip is draining: nothing new is scheduled
+        self.lifo = False  # faults.lifo_rank: this rank scans its queue newest-first
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
 
     # -- queue ----------------------------------------------------------------------------
@@ -55,7 +56,7 @@ class Scheduler:
     def candidates(self) -> list[Req]:
         """Prefill candidates in order: the chunked continuation first, then FIFO."""
         head = [self.chunked] if self.chunked is not None else []
-        return head + list(self.waiting)
+        return head + (list(reversed(self.waiting)) if self.lifo else list(self.waiting))
 
     def admit_entry(self, req: Req, prefix_len: int, budget: int) -> Entry | None:
         """Admit `req` (if new) with `prefix_len` from the tree and take up to `budget` new

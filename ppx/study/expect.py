@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ppx.analysis.load import load_requests
+from ppx.analysis.load import load_requests, override_value
 from ppx.analysis.postmortem import cycle_ranks, cycle_words, load_postmortem
 from ppx.study.spec import norm_key, value_text
 
@@ -60,14 +60,7 @@ def lookup(row: pd.Series, key: str) -> Any:
     """A run's value for an override key: its recorded override first (what was asked
     for), then the frame column of the same name or the choice it maps to (`engine/guard`
     -> `guard`), so defaults that were never overridden still match."""
-    key = norm_key(key)
-    overrides = row.get("overrides")
-    if isinstance(overrides, dict) and key in overrides:
-        return overrides[key]
-    for col in (key, key.split("/")[-1]):
-        if col in row.index:
-            return row[col]
-    return None
+    return override_value(row, norm_key(key))
 
 
 def select(df: pd.DataFrame, when: dict[str, Any] | None) -> pd.DataFrame:

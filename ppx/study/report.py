@@ -8,8 +8,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ppx.analysis import load_requests, plot_bars, plot_latency, plot_verdict_grid, save_figure
-from ppx.study.expect import Result, lookup
+from ppx.analysis import (
+    load_requests,
+    plot_bars,
+    plot_latency,
+    plot_verdict_grid,
+    save_figure,
+    with_overrides,
+)
+from ppx.study.expect import Result
 from ppx.study.spec import Cell, Study
 
 TABLE_METRICS = [
@@ -30,15 +37,9 @@ TABLE_METRICS = [
 
 
 def add_cell_columns(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """One column per varied override key, named as the override (`engine/guard`), holding
-    what each run was asked for — choices alone cannot show non-group overrides."""
-    df = df.copy()
-    for key in keys:
-        values = [lookup(row, key) for _, row in df.iterrows()] if len(df) else []
-        df[key] = pd.Series(
-            [None if pd.isna(v) else str(v) for v in values], index=df.index, dtype="object"
-        )
-    return df
+    """One column per cell key, named as the override (`engine/guard`), holding what each
+    run was asked for — choices alone cannot show non-group overrides."""
+    return with_overrides(df, keys)
 
 
 def study_table(df: pd.DataFrame, keys: list[str], sort: bool = True) -> pd.DataFrame:
@@ -94,6 +95,21 @@ def expectations_markdown(study: Study, results: list[Result], missing: list[Cel
     return "\n".join(lines) + "\n"
 
 
+BAR_METRICS = ("voids", "retractions", "refusals", "flips", "out_tok_s")
+
+
+def bar_metrics(df: pd.DataFrame, limit: int = 4) -> list[str]:
+    """The bar panels worth drawing: the candidates some run has a non-zero value for
+    (no flips panel for a study without flips), at most `limit`, throughput always last."""
+    nonzero = [
+        m
+        for m in BAR_METRICS
+        if m in df and pd.to_numeric(df[m], errors="coerce").fillna(0).ne(0).any()
+    ]
+    counts = [m for m in nonzero if m != "out_tok_s"][: limit - 1]
+    return counts + ["out_tok_s"] if "out_tok_s" in df else counts[:limit] or ["voids"]
+
+
 def write_plots(df: pd.DataFrame, keys: list[str], out: Path) -> list[Path]:
     """verdict_grid.png, bars.png and (when requests were logged) latency.png."""
     paths: list[Path] = []
@@ -102,8 +118,7 @@ def write_plots(df: pd.DataFrame, keys: list[str], out: Path) -> list[Path]:
     by = keys or ["run_id"]
     rows, cols = (by[:-1], by[-1:]) if len(by) > 1 else (by, ["verdict"])
     figs = {"verdict_grid": plot_verdict_grid(df, rows=rows, cols=cols)}
-    metrics = [m for m in ("voids", "flips", "out_tok_s") if m in df]
-    figs["bars"] = plot_bars(df, by=by, metrics=metrics)
+    figs["bars"] = plot_bars(df, by=by, metrics=bar_metrics(df))
     requests = load_requests(df)
     extra = [k for k in by if k not in requests]
     if len(requests) and extra:

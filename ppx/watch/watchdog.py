@@ -53,7 +53,9 @@ class Watchdog:
         if now - self.last_progress < self.stall_s:
             return None
         recs = self.blocked()
-        waiting = [r is not None and r["op"] not in (Op.COMPUTE.label,) for r in recs]
+        # every rank blocked, and blocked for the whole window (a rank that blocked a moment
+        # ago may be about to be served: boot, a slow peer)
+        waiting = [r is not None and r["op"] != Op.COMPUTE.label and r["since_s"] >= self.stall_s for r in recs]
         if all(waiting):
             return "wedged"
         self.status = "straggler"

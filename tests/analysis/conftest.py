@@ -1,4 +1,7 @@
-"""Fixtures for the analysis/study tests: synthetic run stores built once per session."""
+"""Fixtures for the analysis/study tests, built once per session: synthetic run stores
+(for the loader/plot/expectation tests that need exact, known contents) and the real runs
+(the smoke study and a flip run, see run_source.py) the notebooks and the end-to-end study
+test use."""
 
 from __future__ import annotations
 
@@ -18,6 +21,27 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from fake_runs import MATRIX, write_run, write_sweep  # noqa: E402
+from run_source import RUN_SOURCE, GeneratedRuns, fake_runs, real_runs  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def real_session_runs(tmp_path_factory) -> GeneratedRuns:
+    """The smoke study (`python -m ppx.study smoke_study`) and one flip run, for real."""
+    return real_runs(tmp_path_factory.mktemp("real"))
+
+
+@pytest.fixture(scope="session")
+def generated(request, tmp_path_factory) -> GeneratedRuns:
+    """The notebooks' runs: real by default, synthetic with PPX_ANALYSIS_RUNS=fake."""
+    if RUN_SOURCE == "fake":
+        return fake_runs(tmp_path_factory.mktemp("nbruns"))
+    if RUN_SOURCE != "real":
+        pytest.fail(f"PPX_ANALYSIS_RUNS must be real or fake, not {RUN_SOURCE!r}")
+    runs = request.getfixturevalue("real_session_runs")
+    if runs.n_runs < 2 or not runs.has_flips:
+        logs = "\n\n".join(p.describe() for p in runs.procs.values())
+        pytest.fail(f"the engine did not produce the notebook runs:\n{logs}")
+    return runs
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ labelled empty figure when the files it draws from are absent)."""
 
 from __future__ import annotations
 
+import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -37,6 +38,23 @@ def test_bars_and_latency(matrix_root) -> None:
     assert len(fig.axes[0].patches) >= 4
     fig = pa.plot_latency(pa.load_requests(runs), by="guard")
     assert len(fig.axes) == 2 and all(len(ax.lines) == 2 for ax in fig.axes)
+
+
+def test_bars_turn_horizontal_for_many_groups(matrix_root) -> None:
+    runs = pa.load_runs(matrix_root)
+    by = ["admission", "guard", "ordering"]  # 8 groups: too many to read side by side
+    fig = pa.plot_bars(runs, by=by, metrics=["voids", "out_tok_s"])
+    first, second = fig.axes[:2]
+    labels = [t.get_text() for t in first.get_yticklabels()]
+    assert len(labels) == 8 and labels[0] == "decision/prefix/decision_first"
+    assert not [t.get_text() for t in first.get_xticklabels() if "/" in t.get_text()]
+    assert first.get_ylim()[0] > first.get_ylim()[1]  # first group on top
+    assert second.get_shared_y_axes().joined(first, second)
+    assert "groups: admission / guard / ordering" in fig._suptitle.get_text()
+    fig = pa.plot_bars(runs, by=by, metrics=["voids"], orient="v")
+    assert len([t for t in fig.axes[0].get_xticklabels() if t.get_text()]) == 8
+    with pytest.raises(ValueError, match="orient"):
+        pa.plot_bars(runs, by=by, orient="diagonal")
 
 
 def test_latency_needs_choice_columns(matrix_root) -> None:

@@ -8,14 +8,17 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
-from fake_runs import MATRIX
+from fake_runs import MATRIX, write_run
 
 import ppx.analysis as pa
-from ppx.study import check_expectations, evaluate, parse_study
-from ppx.study.cli import main
-from ppx.study.sweep import build_commands, launcher_overrides
+from ppx.study import check_expectations, evaluate, load_study, parse_study
+from ppx.study.cli import _printable, main
+from ppx.study.report import bar_metrics
+from ppx.study.spec import parse_override
+from ppx.study.sweep import build_commands, cell_name, launcher_overrides
 
 HERE = Path(__file__).resolve().parent
 
@@ -269,3 +272,139 @@ def test_docs_example_study_parses() -> None:
     block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
     study = parse_study(yaml.safe_load(textwrap.dedent(block)), "ordering_matrix")
     assert study.expand() and study.expect
+
+
+def test_reason_contains_green_and_red(matrix_root) -> None:
+    runs = pa.load_runs(matrix_root)
+    wedged = {"engine/ordering": "flush_before_decision"}
+    green = [
+        {"when": wedged, "reason_contains": "NO PROGRESS"},  # case-insensitive
+        {"when": wedged, "reason_contains": ["forwarded refusal", "no progress for"]},  # any
+    ]
+    red = [
+        {"when": wedged, "reason_contains": "forwarded refusal"},
+        {"when": {"engine/ordering": "decision_first"}, "reason_contains": "no progress"},
+    ]
+    assert [r.met for r in check_expectations(runs, green)] == [True, True]
+    bad = check_expectations(runs, red)
+    assert [r.met for r in bad] == [False, False]
+    assert "reason='wedged: no progress for 2.0s'" in bad[0].detail
+    assert "reason='all requests served'" in bad[1].detail and len(bad[1].failing) == 4
+
+
+def test_same_outputs_green_and_red(tmp_path) -> None:
+    # The fake engine's tokens are seeded by the overrides: the same overrides give the
+    # same tokens (as the oracle demands of any policy), different ones do not.
+    same = ["+exp=smoke", "pp=2", "engine/ordering=decision_first"]
+    write_run(tmp_path / "0", [*same, "engine/admission=rank_local"], n_requests=6)
+    for i in (1, 2):
+        write_run(tmp_path / str(i), [*same, "engine/admission=decision"], n_requests=6)
+    runs = pa.load_runs(tmp_path)
+    green = {"when": {"engine/admission": "decision"}, "same_outputs": True, "verdict": "served"}
+    red = {"when": {}, "same_outputs": True}
+    (ok,) = check_expectations(runs, [green])
+    assert ok.met and "outputs of 2 runs (6 requests" in ok.detail and "identical" in ok.detail
+    assert "same_outputs: True" in ok.description
+    (bad,) = check_expectations(runs, [red])
+    assert not bad.met and "differ" in bad.detail and "outputs differ for rids" in bad.detail
+    assert len(bad.failing) == 2  # both decision runs differ from the first (rank_local) run
+    (alone,) = check_expectations(
+        runs, [{"when": {"engine/admission": "rank_local"}, "same_outputs": True}]
+    )
+    assert not alone.met and "at least 2 runs" in alone.detail
+
+
+def test_defs_merge_columns_and_short_names(tmp_path) -> None:
+    text = textwrap.dedent(
+        """
+        question: q
+        defs:
+          A: &A {faults: pool_skew, faults.pool_tokens: 400, workload.num_requests: 24}
+        cells:
+          - {<<: *A, engine/admission: rank_local}
+          - {<<: *A, engine/admission: decision, engine/guard: "off"}
+        columns: [faults.pool_tokens, engine/admission, engine/guard]
+        """
+    )
+    (tmp_path / "fam.yaml").write_text(text)
+    study = load_study("fam", tmp_path)
+    cells = study.expand()
+    assert cells[1] == {
+        "faults": "pool_skew",
+        "faults.pool_tokens": "400",
+        "workload.num_requests": "24",
+        "engine/admission": "decision",
+        "engine/guard": "off",  # quoted in YAML, else it would be the boolean false
+    }
+    assert study.cell_keys == ["faults.pool_tokens", "engine/admission", "engine/guard"]
+    assert (
+        cell_name(cells[0], study.cell_keys) == "faults.pool_tokens=400 engine/admission=rank_local"
+    )
+    assert cell_name(cells[0]).startswith("faults=pool_skew ")
+    with pytest.raises(ValueError, match="columns"):
+        parse_study({"question": "q", "columns": "pp"}, "bad")
+
+
+def test_bar_metrics_skip_all_zero_counts() -> None:
+    df = pd.DataFrame(
+        {"voids": [0, 3], "retractions": [0, 0], "flips": [0, 0], "out_tok_s": [1.0, None]}
+    )
+    assert bar_metrics(df) == ["voids", "out_tok_s"]
+    df["refusals"], df["retractions"], df["flips"] = [1, 0], [2, 0], [1, 1]
+    assert bar_metrics(df) == ["voids", "retractions", "refusals", "out_tok_s"]  # at most 4
+    assert bar_metrics(pd.DataFrame({"voids": [0]})) == ["voids"]
+
+
+def test_printed_table_drops_empty_columns_and_cuts_long_text() -> None:
+    table = pd.DataFrame(
+        {
+            "verdict": ["served", "stopped"],
+            "cycle": [None, None],
+            "reason": ["", "forwarded refusal (on_refusal=stop): " + "x" * 80],
+            "voids": [1, 2],
+            "out_tok_s": [float("nan"), float("nan")],
+            "run_dir": ["0", "1"],
+        }
+    )
+    shown = _printable(table, width=40)
+    assert list(shown.columns) == ["verdict", "reason", "voids"]
+    assert shown["reason"].iloc[0] == "" and len(shown["reason"].iloc[1]) == 40
+    assert shown["reason"].iloc[1].endswith("...")
+
+
+EXPERIMENTS = HERE.parents[1] / "experiments"
+DECISION_ORDERINGS = {"decision_first", "flush_before_decision", "blocking_lap"}
+DECISION_ORDERINGS |= {"decision_after_launch"}
+
+
+def _could_match(cell: dict[str, str], base: dict[str, str], when: dict) -> bool:
+    # Statically: a `when` key the cell (or base) sets must agree; one it leaves to the
+    # config's defaults or to the run's results (verdict, run_id) cannot be decided here.
+    known = {**base, **cell}
+    for key, want in (when or {}).items():
+        wants = {str(w) for w in (want if isinstance(want, list) else [want])}
+        if key in known and known[key] not in wants:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_experiment_files_are_consistent(path: Path) -> None:
+    """Every study in experiments/ parses, its cells are well-formed and every expectation
+    can select a cell (a typo in `when` would otherwise only show after a full run)."""
+    study = load_study(path.stem, EXPERIMENTS)
+    cells = study.expand()
+    assert cells and study.expect and study.question
+    base = dict(parse_override(b) for b in study.base)
+    for cell in cells:
+        merged = {**base, **cell}
+        if merged.get("engine/admission") in ("decision", "forwarded"):
+            # Those policies need an ordering with a decision step (a config error otherwise).
+            assert merged.get("engine/ordering") in DECISION_ORDERINGS, cell
+        assert merged.get("logger") == "none", "studies run without W&B unless asked"
+    for exp in study.expect:
+        for side in ("when", "lhs", "rhs"):
+            if side in exp:
+                scope = {**(exp.get("when") or {}), **exp[side]}
+                assert any(_could_match(c, base, scope) for c in cells), (path.stem, exp)
+    assert set(study.cell_keys) <= {k for c in cells for k in c} | set(base)
