@@ -28,6 +28,9 @@ out_dir = None  # a folder to also write the figures (PNG) and tables (CSV) into
 rows = ["admission", "guard"]  # verdict-grid rows
 cols = "ordering"  # verdict-grid columns
 by = ["admission", "guard", "ordering"]  # grouping for tables and bars
+# Override keys to add as columns, so knobs that are not config choices can be used in
+# rows/cols/by, e.g. ["faults.pool_tokens", "engine.admission.on_refusal"].
+override_keys = []
 
 # %%
 # %matplotlib inline
@@ -40,10 +43,11 @@ except ModuleNotFoundError:  # a checkout without `pip install -e .`: use the re
     sys.path.insert(0, "..")
     import ppx.analysis as pa
 
-runs = pa.load_runs(runs_root)
+runs = pa.with_overrides(pa.load_runs(runs_root), override_keys)
 pa.save_table(runs.drop(columns=["overrides"]), out_dir, "runs")
 print(f"{len(runs)} runs under {runs_root}")
-runs[["run_id", *by, "verdict", "out_tok_s", "ttft_ms_p50", "voids", "flips", "retractions"]]
+shown = [*dict.fromkeys([*by, *override_keys])]
+runs[["run_id", *shown, "verdict", "out_tok_s", "ttft_ms_p50", "voids", "flips", "retractions"]]
 
 # %% [markdown]
 # ## Verdict per cell

@@ -176,7 +176,10 @@ def _load_table(runs: RunsArg, filename: str, columns: list[str]) -> pd.DataFram
         return pd.DataFrame(columns=columns + ["run_dir", "run_id"])
     out = pd.concat(frames, ignore_index=True)
     if isinstance(runs, pd.DataFrame):
-        keys = [k for k in _JOIN_KEYS if k in runs and k not in out]
+        # Choices, plus override-key columns added by `with_overrides` (`faults.pool_tokens`,
+        # `engine/guard`), so per-row tables group by the same keys as the runs frame.
+        overrides = [c for c in runs.columns if isinstance(c, str) and ("/" in c or "." in c)]
+        keys = [k for k in (*_JOIN_KEYS, *overrides) if k in runs and k not in out]
         if keys:
             out = out.merge(runs[["run_dir", *keys]].astype({"run_dir": str}), on="run_dir")
     return out

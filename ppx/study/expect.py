@@ -129,8 +129,9 @@ def check_value(row: pd.Series, key: str, want: Any) -> tuple[bool, str]:
     return _norm(have) == _norm(want), f"{key}={have}"
 
 
-def _describe(exp: dict[str, Any]) -> str:
-    if exp.get("name"):
+def _describe(exp: dict[str, Any], named: bool = True) -> str:
+    """The expectation's `name` (when it has one and `named`), else what it checks."""
+    if named and exp.get("name"):
         return str(exp["name"])
     if "compare" in exp:
         agg = exp.get("agg", "mean")
@@ -210,13 +211,16 @@ def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[R
     results = []
     for i, exp in enumerate(expect, start=1):
         desc = _describe(exp)
+        # A named expectation still says what it checked, ahead of what was seen.
+        checked = f"[{_describe(exp, named=False)}] " if exp.get("name") else ""
         if "compare" in exp:
             ok, detail = _check_compare(df, exp)
-            results.append(Result(i, desc, ok, detail))
+            results.append(Result(i, desc, ok, checked + detail))
             continue
         runs = select(df, exp.get("when"))
         if runs.empty:
-            results.append(Result(i, desc, False, f"no run matches {_fmt_when(exp.get('when'))}"))
+            detail = f"no run matches {_fmt_when(exp.get('when'))}"
+            results.append(Result(i, desc, False, checked + detail))
             continue
         checks = {k: v for k, v in exp.items() if k not in RESERVED}
         failing, seen = [], []
@@ -234,7 +238,7 @@ def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[R
                     failing.append(str(row.get("run_dir")))
                 seen.append(f"{row.get('run_id')}: {', '.join(bad)}")
         n = len(runs)
-        detail = f"{n - len(failing)}/{n} runs hold"
+        detail = f"{checked}{n - len(failing)}/{n} runs hold"
         if same_detail:
             detail += f"; {same_detail}"
         if seen:

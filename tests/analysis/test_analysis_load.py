@@ -110,3 +110,17 @@ def test_flip_windows_and_impact(flip_run) -> None:
     assert impact["voids"].sum() >= len(flips) and impact["retractions"].sum() >= len(flips)
     unfinished = events[events["kind"] != "flip_end"]
     assert pa.flip_windows(unfinished)["end_s"].isna().any()
+
+
+def test_with_overrides_adds_override_columns(matrix_root) -> None:
+    runs = pa.load_runs(matrix_root)
+    df = pa.with_overrides(runs, ["engine/guard", "exp", "no.such.key", "pp"])
+    assert list(df["engine/guard"]) == list(runs["guard"].astype(str))
+    assert set(df["no.such.key"].dropna()) == set()  # never overridden: empty, not an error
+    assert df["pp"].dtype == "Int64"  # an existing column is left alone
+    assert "engine/guard" not in runs  # a copy
+    row = runs.iloc[0]
+    assert pa.override_value(row, "+exp") == "smoke" and pa.override_value(row, "guard") == "rid"
+    assert pa.override_value(row, "engine/guard") == "rid" and pa.override_value(row, "x") is None
+    requests = pa.load_requests(df)
+    assert "engine/guard" in requests and "no.such.key" in requests  # carried per request

@@ -68,15 +68,21 @@ def test_ipynb_matches_py(name: str) -> None:
 
 def test_compare_notebook(generated, tmp_path, monkeypatch) -> None:
     out = tmp_path / "out"
-    nb = _execute(
-        "compare", {"runs_root": str(generated.runs_root), "out_dir": str(out)}, monkeypatch
-    )
+    params = {
+        "runs_root": str(generated.runs_root),
+        "out_dir": str(out),
+        "override_keys": ["engine/ordering", "watch.stall_s"],  # not config choices
+    }
+    nb = _execute("compare", params, monkeypatch)
     assert _pngs(nb) >= 3
     for fig in ("verdict_grid", "bars", "latency"):
         assert (out / f"{fig}.png").stat().st_size > 1000
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == generated.n_runs
     assert {"served", "wedged"} <= set(runs["verdict"])
+    assert (runs["engine/ordering"] == runs["ordering"]).all()  # override, else the choice
+    if generated.source == "real":
+        assert (runs["watch.stall_s"] == 2).all()  # the smoke study's base override
     table = pd.read_csv(out / "compare.csv")
     groups = runs.groupby(["admission", "guard", "ordering"]).ngroups
     assert len(table) == groups * 6  # one row per group x metric

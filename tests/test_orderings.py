@@ -1,0 +1,69 @@
+"""Orderings as config: each historical ordering wedges for real over gloo, with the cycle
+its reference commit describes; decision_first serves; the watchdog has no false positives."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from ppx_helpers import ROOT, run_ppx
+
+SMALL = ["workload.num_requests=6", "workload.max_new=4", "watch.stall_s=3"]
+
+WEDGES = {
+    # f31fd5e: rank 0 flushes the chain before the decision; followers wait for the decision
+    "flush_before_decision": "rank0 -[flush chain]-> rank1 -[recv decision slot=0]-> rank0",
+    # before sgl-project#796: rank 0 blocks on the lap of a decision it has not sent
+    "blocking_lap": "rank0 -[recv lap slot=0]-> rank2 -[recv decision slot=0]-> rank1 -[recv decision slot=0]-> rank0",
+    # before sgl-project#795: the proxy crossing completes before the decision is sent
+    "decision_after_launch": "rank0 -[flush proxy]-> rank1 -[recv decision slot=0]-> rank0",
+}
+
+
+@pytest.mark.parametrize("ordering", sorted(WEDGES))
+def test_historical_ordering_wedges_with_its_cycle(engine, ordering):
+    s, run_dir = engine("pp=3", "engine/admission=decision", f"engine/ordering={ordering}", *SMALL)
+    assert s["verdict"] == "wedged"
+    assert s["cycle"] == WEDGES[ordering]
+    pm = os.path.join(run_dir, "postmortem")
+    for f in ("cycle.txt", "waitfor.png", "waitfor.json", "blocked_on.json", "last_events.json", "ledger.json",
+              "ops.parquet", "stacks/rank0.txt", "stacks/rank2.txt"):
+        assert os.path.exists(os.path.join(pm, f)), f
+    assert open(os.path.join(pm, "cycle.txt")).read().strip() == WEDGES[ordering]
+    # the post-mortem was taken within stall_s + 3 s of the moment the last rank blocked
+    # (since_s is read when the post-mortem starts), and written right after
+    assert min(b["since_s"] for b in s["blocked_on"]) < 3 + 3
+    assert os.path.getmtime(os.path.join(pm, "cycle.txt")) - os.path.getmtime(os.path.join(pm, "blocked_on.json")) < 3
+
+
+@pytest.mark.parametrize("workload", ["shared_prefix", "random"])
+def test_decision_first_serves_what_the_wedging_presets_fail_on(engine, workload):
+    s, _ = engine("pp=3", "engine/admission=decision", "engine/ordering=decision_first", f"workload={workload}",
+                  *SMALL)
+    assert s["verdict"] == "served" and s["oracle_mismatches"] == 0
+
+
+def test_a_slowed_rank_is_a_straggler_never_a_wedge(engine):
+    s, _ = engine("pp=3", "faults=slow_rank", "faults.delay_s=0.3", "workload.num_requests=6",
+                  "workload.max_new=4", "watch.stall_s=1")
+    assert s["verdict"] == "served", s["reason"]
+
+
+def test_a_killed_rank_is_a_dead_peer_not_a_wedge(engine):
+    s, _ = engine("pp=3", "faults=kill_rank", "faults.kill_after_s=3", "workload.num_requests=200",
+                  "watch.stall_s=2")
+    assert s["verdict"] == "dead_peer"
+    assert "rank1" in s["reason"]
+
+
+def test_user_written_ordering_yaml_works(tmp_path):
+    conf = os.path.join(ROOT, "tests", "data", "user_conf")
+    proc, s = run_ppx(str(tmp_path / "user"), f"hydra.searchpath=[file://{conf}]", "pp=2",
+                      "engine/admission=decision", "engine/ordering=lap_before_output", *SMALL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert s["verdict"] == "served" and s["choices"]["ordering"] == "lap_before_output"
+
+
+def test_an_ordering_without_a_required_step_is_rejected_before_spawn(tmp_path):
+    proc, s = run_ppx(str(tmp_path / "bad"), "engine.ordering.steps=[chain,schedule,launch,flush]")
+    assert proc.returncode != 0 and "lacks the 'output' step" in proc.stderr and s is None
