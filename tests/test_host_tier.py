@@ -34,6 +34,7 @@ def test_evicted_prefix_loads_back_asynchronously_with_its_kv():
     _serve(c, 0, a)
     _serve(c, 1, list(range(100, 115)))  # forces a's eviction to the host
     assert c.host.saves >= 1 and c.tree_match(a + [99]) == 0
+    c.free += c.tree.evict(c.tree.size, c.host.save)  # room for the load (loads never evict)
     assert c.match(a + [99]) == -1  # a load started: unresolved, never 0
     assert c.match(a + [99]) == -1  # still pending: the verdict is the rank's own
     time.sleep(0.4)
@@ -47,6 +48,7 @@ def test_loading_slots_are_in_the_ledger_while_pending():
     c = _cache(prefetch_s=0.5)
     _serve(c, 0, list(range(1, 13)))
     _serve(c, 1, list(range(100, 115)))
+    c.free += c.tree.evict(c.tree.size, c.host.save)
     assert c.match(list(range(1, 13)) + [7]) == -1
     led = c.ledger()
     assert led["prefetch"] > 0 and led["num_violations"] == 0

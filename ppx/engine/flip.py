@@ -81,6 +81,8 @@ class FlipControl:
             self.reprefill_tokens += req.computed
             s.requeue(req)  # generated tokens are kept; the KV is about to be released
         self.retracted += len(residents)
+        if s.cache.host is not None:  # the released tree goes to the host tier of this layout
+            s.cache.tree.evict(s.cache.tree.size, s.cache.host.save)
         target = self.target
         loop.switch_plan(target)
         loop.epoch += 1

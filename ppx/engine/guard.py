@@ -55,10 +55,11 @@ class Guard:
         return local
 
     def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
+        if local == UNRESOLVED:
+            self.unresolved += 1  # counted with the guard off too: it is what the rank said
         if self.mode == "off":
             return
         if local == UNRESOLVED:
-            self.unresolved += 1
             self.defers[rid] = self.defers.get(rid, 0) + 1
             self.hold.add(rid)
             return

@@ -58,6 +58,9 @@ def _die_with_parent() -> None:
         pass
 
 
+DEBUG = os.environ.get("PPX_DEBUG") == "1"
+
+
 class RankLoop(PassSteps):
     def __init__(self, a: RankArgs) -> None:
         cfg = self.cfg = OmegaConf.create(a.cfg)
@@ -79,6 +82,7 @@ class RankLoop(PassSteps):
         self.kernels = get_kernels(cfg.engine.kernels.name)
         self.pools = pool_sizes(cfg)
         self.models: dict[str, StageModel] = {}
+        self.hosts: dict[str, HostTier] = {}
         self.steps = parse_ordering(list(cfg.engine.ordering.steps))
         self.sched = None
         self.phase = cfg.flip.start_phase if cfg.flip.enabled else "pp"
@@ -109,9 +113,12 @@ class RankLoop(PassSteps):
         e = cfg.engine
         self.cache = KVCache(self.model.num_layers, self.pools[r], kv_heads, d.head_dim, e.max_reqs,
                              cfg.model.max_context, cfg.device, self.dtype)
-        if e.kv.host_tier:
+        if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
             ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
-            self.cache.host = HostTier(self.cache.k, self.cache.v, float(ms[r]) / 1e3)
+            if phase not in self.hosts:
+                self.hosts[phase] = HostTier(self.cache.k, self.cache.v, float(ms[r]) / 1e3)
+            self.hosts[phase].rebind(self.cache.k, self.cache.v)
+            self.cache.host = self.hosts[phase]
         if self.is_first and (phase == "tp" or e.admission.name != "rank_local"):
             self.cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
         old = self.sched
@@ -182,6 +189,8 @@ class RankLoop(PassSteps):
                 if flip:
                     self.flip.announce(pass_id)
                     self.flip.cutover(pass_id)
+            if DEBUG and self.sched.limbo():
+                raise AssertionError(f"pass {pass_id} ({self.phase}): requests in limbo {self.sched.limbo()}")
             inflight = self.sched.num_inflight
             self.board.set(F.INFLIGHT, inflight)
             if inflight > self.board.f[F.MAX_INFLIGHT]:
@@ -216,6 +225,8 @@ class RankLoop(PassSteps):
             "cached_tokens": self.sched.cached_tokens, "prefill_tokens": self.sched.prefill_tokens,
             "evictions": self.cache.evictions, "pool_tokens": self.cache.pool_tokens,
             "counters": dict(self.events.counts), **self.policy_counters(),
+            "host_saves": sum(h.saves for h in self.hosts.values()),
+            "host_loads": sum(h.loads for h in self.hosts.values()),
         }
 
     def policy_counters(self) -> dict:

@@ -34,12 +34,14 @@ class TPPhase:
         """One TP pass; returns (shutdown, flip)."""
         loop, s = self.loop, self.loop.sched
         head = torch.zeros(HEADER, dtype=torch.int64)
+        entries = []
         if loop.is_first:
             reqs, flags = loop.intake.take(idle=s.idle)
             if loop.flip.due(pass_id):
                 flags |= Flag.FLIP
             s.add(reqs)
             batch = None if flags & Flag.FLIP else loop.policy.local_prefill(0, pass_id)
+            entries = batch.entries if batch else []
             req_t = encode_requests(reqs)
             req_flat = req_t[0] if req_t else torch.zeros(0, dtype=torch.int64)
             ent = codec.encode(batch.entries if batch else [])
@@ -54,11 +56,20 @@ class TPPhase:
             payload = torch.cat([req_flat, ent.flatten()])
         if payload.numel():
             self._bcast(payload, pass_id)
+        obs = torch.zeros((loop.world, 4), dtype=torch.int64)
         if not loop.is_first:
             if n_req:
                 s.add(decode_requests(Message(Kind.CHAIN, tensors=[payload[:n_req]])))
             entries = codec.decode(payload[n_req:].reshape(rows, cols)) if rows else []
-            batch = self._follow(entries, codec.MODE_NAMES[mode], pass_id) if mode else None
+            batch = self._follow(entries, codec.MODE_NAMES[mode], pass_id, obs) if mode else None
+        if mode:
+            # a rank that cannot execute the schedule voids the pass for every rank (there is
+            # no ring to carry a void here: one all-reduce of what each rank observed)
+            self._allreduce(obs, pass_id)
+            bad = [row for row in obs.tolist() if row[0]]
+            if bad:
+                self._void(batch, entries, bad, pass_id)
+                batch = None
         if batch is not None:
             fi = s.inputs(batch, first_stage=True)
             since = loop.board.block(Op.COMPUTE, -1, 0, 0, pass_id, -1)
@@ -72,19 +83,53 @@ class TPPhase:
             loop.apply_output(0, batch, msg, None)
         return bool(flags & Flag.SHUTDOWN), bool(flags & Flag.FLIP)
 
-    def _follow(self, entries, mode: str, pass_id: int):
-        """Followers execute rank 0's schedule exactly (their caches evolve identically)."""
-        s = self.loop.sched
+    def _follow(self, entries, mode: str, pass_id: int, obs: torch.Tensor):
+        """Followers execute rank 0's schedule exactly; one whose cache cannot (its own host
+        load still pending, say) reports [1, rid, told, local] instead of a batch."""
+        loop, s = self.loop, self.loop.sched
         if mode == "decode":
             return s.place(entries, 0, pass_id, "decode")
+        for e in entries:
+            req = s.reqs[e.rid]
+            if req is s.chunked:
+                continue
+            local = s.cache.match(req.tokens)
+            if local < e.prefix_len and s.cache.tree_match(req.tokens) < e.prefix_len:
+                obs[loop.rank] = torch.tensor([1, e.rid, e.prefix_len, local])
+                loop.board.add(F.RETRACTIONS)
+                if hasattr(loop.policy, "n"):
+                    loop.policy.n["retractions"] += 1
+                loop.events.emit("retract", pass_id, 0, e.rid, loop.epoch,
+                                 f"rank{loop.rank} TP phase told={e.prefix_len} local={local}")
+                return None
         placed = []
         for e in entries:
             got = s.admit_entry(s.reqs[e.rid], e.prefix_len, e.extend_len)
             if got is None or got.extend_len != e.extend_len:
-                self.loop.stop(f"TP phase: rank{self.loop.rank} cannot execute rid={e.rid} "
-                               f"prefix_len={e.prefix_len} extend_len={e.extend_len}")
+                loop.stop(f"TP phase: rank{loop.rank} cannot execute rid={e.rid} "
+                          f"prefix_len={e.prefix_len} extend_len={e.extend_len}")
             placed.append(got)
         return s.place(placed, 0, pass_id, "prefill")
+
+    def _allreduce(self, t: torch.Tensor, pass_id: int) -> None:
+        loop = self.loop
+        since = loop.board.block(Op.RECV, -1, Kind.TP, 0, pass_id, -1)
+        dist.all_reduce(t)
+        loop.board.unblock(Op.RECV, -1, Kind.TP, 0, pass_id, -1, since)
+
+    def _void(self, batch, entries, bad: list[list[int]], pass_id: int) -> None:
+        """Every rank puts the pass's requests back exactly as rank 0 does, a mid-prefill
+        request included (its next chunk must not survive on one rank only)."""
+        loop, s = self.loop, self.loop.sched
+        if batch is not None:
+            s.void(batch)
+        else:
+            for e in entries:
+                req = s.reqs.get(e.rid)
+                if req is not None and (req is s.chunked or req.row >= 0):
+                    s.requeue(req)
+        loop.board.add(F.VOIDS)
+        loop.policy.absorb_tp_void([row[1:] for row in bad], pass_id)
 
 
 def all_reducer(loop):

@@ -33,7 +33,13 @@ class Policy:
         for req in s.candidates():
             if budget <= 0 or len(entries) >= s.max_batch:
                 break
-            prefix = req.computed if req is s.chunked else self.clamp(req, self.local_match(req))
+            if req is s.chunked:
+                prefix = req.computed
+            else:
+                local = self.local_match(req)
+                if local < 0:
+                    continue  # its prefix is being loaded back on this rank: admit it when here
+                prefix = self.clamp(req, local)
             if prefix is None:
                 continue  # the guard defers this request for a round
             e = s.admit_entry(req, prefix, budget)
@@ -48,17 +54,15 @@ class Policy:
         return s.place(s.decode_entries(slot), slot, pass_id, "decode")
 
     def local_match(self, req) -> int:
-        """This rank's own radix match (the host tier may extend it, asynchronously). A rank
-        that decides for itself (rank 0, or any rank under rank_local) acts on what it holds
-        now; a follower reports a pending load as unresolved."""
-        local = self.sched.cache.match(req.tokens)
-        if local < 0 and (self.loop.is_first or self.name == "rank_local"):
-            return self.sched.cache.tree_match(req.tokens)
-        return local
+        """This rank's own radix match; -1 while the host tier is loading the rest back."""
+        return self.sched.cache.match(req.tokens)
 
     def clamp(self, req, local: int) -> int | None:
         """Hook for the guard: rank 0 may offer less than its local match."""
         return local
+
+    def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
+        """A TP-phase pass was voided; obs rows are [rid, told, local]."""
 
     def on_served(self, rid: int) -> None:
         """A request finished cleanly (the guard clears its floor)."""

@@ -171,6 +171,17 @@ class DecisionPolicy(Policy):
                           f"served; (rid, told, local) repeating: {pairs}", p)
         return True
 
+    def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
+        self.n["voids"] += 1
+        if self.loop.is_first:
+            for rid, told, local in obs:
+                req = self.sched.reqs.get(rid)
+                self.guard.learn(rid, req.tokens if req else [], told, local)
+            self.void_streak.append(tuple(obs[0]))
+            if len(self.void_streak) >= self.livelock_passes:
+                self.loop.stop(f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
+                               f"served (TP phase); (rid, told, local) repeating: {sorted(set(self.void_streak))[:4]}")
+
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
 

@@ -24,6 +24,7 @@ class HostEntry:
     v: list[torch.Tensor]
     slots: list[int] = field(default_factory=list)  # pool slots while loading
     done: threading.Event = field(default_factory=threading.Event)
+    cancelled: bool = False
 
     @property
     def length(self) -> int:
@@ -37,8 +38,17 @@ class HostTier:
         self.entries: dict[tuple[int, ...], HostEntry] = {}
         self.loading: dict[tuple[int, ...], HostEntry] = {}
         self.jobs: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()  # a cancelled load must never write into reused slots
         self.loads = self.saves = 0
         threading.Thread(target=self._worker, name="ppx-prefetch", daemon=True).start()
+
+    def rebind(self, k_pool: list[torch.Tensor], v_pool: list[torch.Tensor]) -> None:
+        """A new pool for the same layout (after a flip came back): loads under way targeted
+        the old pool and are dropped; what was saved stays loadable."""
+        self.cancel_all()
+        with self.lock:
+            self.k_pool, self.v_pool = k_pool, v_pool
+            self.loading.clear()
 
     def save(self, path: list[int], start: int, slots: list[int]) -> None:
         """Called by eviction before the slots are freed: copy their KV to the host."""
@@ -75,11 +85,28 @@ class HostTier:
         while True:
             e = self.jobs.get()
             time.sleep(self.prefetch_s)  # the rank-local part: a slow host link on this rank
-            idx = torch.tensor(e.slots, dtype=torch.int64, device=self.k_pool[0].device)
-            for layer, (k, v) in enumerate(zip(e.k, e.v)):
-                self.k_pool[layer][idx] = k.to(self.k_pool[layer].device)
-                self.v_pool[layer][idx] = v.to(self.v_pool[layer].device)
-            e.done.set()
+            with self.lock:
+                if e.cancelled:
+                    continue
+                idx = torch.tensor(e.slots, dtype=torch.int64, device=self.k_pool[0].device)
+                for layer, (k, v) in enumerate(zip(e.k, e.v)):
+                    self.k_pool[layer][idx] = k.to(self.k_pool[layer].device)
+                    self.v_pool[layer][idx] = v.to(self.v_pool[layer].device)
+                e.done.set()
+
+    def cancel_all(self) -> list[int]:
+        """Admissions come first: give back the slots of loads not landed yet (the host
+        copies stay, loadable later)."""
+        freed = []
+        with self.lock:
+            for key, e in list(self.loading.items()):
+                if e.done.is_set():
+                    continue
+                e.cancelled = True
+                freed += e.slots
+                del self.loading[key]
+                self.entries[key] = HostEntry(e.path, e.start, e.k, e.v)
+        return freed
 
     def finished(self) -> list[HostEntry]:
         """Loads whose copy completed; the caller inserts them into the tree (main thread)."""

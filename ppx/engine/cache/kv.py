@@ -38,6 +38,8 @@ class KVCache:
         return len(self.free) + self.tree.evictable - self.reserved - self.slack
 
     def can_admit(self, need: int) -> bool:
+        if self.available < need and self.host is not None and self.host.loading:
+            self.free += self.host.cancel_all()  # speculative loads yield to admissions
         return bool(self.free_rows) and self.available >= need
 
     def _alloc(self, n: int) -> list[int]:
@@ -50,8 +52,12 @@ class KVCache:
         return [self.free.pop() for _ in range(n)]
 
     def _alloc_spare(self, n: int) -> list[int] | None:
-        """Slots for a host load-back, only out of room no admission has reserved."""
-        return self._alloc(n) if self.available >= n else None
+        """Slots for a host load-back: free ones only, and only out of room no admission has
+        reserved. It never evicts: a match must not take away a prefix another entry of the
+        same decision was just measured against."""
+        if len(self.free) - max(self.reserved + self.slack - self.tree.evictable, 0) < n:
+            return None
+        return [self.free.pop() for _ in range(n)]
 
     # -- request lifecycle ----------------------------------------------------------------
     def match(self, tokens: list[int]) -> int:
