@@ -153,9 +153,16 @@ class PPXConfig:
 
 
 GROUP_SCHEMAS = {
-    "model": ModelCfg, "workload": WorkloadCfg, "engine/admission": AdmissionCfg,
-    "engine/ordering": OrderingCfg, "engine/guard": GuardCfg, "engine/kernels": KernelsCfg,
-    "flip": FlipCfg, "faults": FaultsCfg, "logger": LoggerCfg, "watch": WatchCfg,
+    "model": ModelCfg,
+    "workload": WorkloadCfg,
+    "engine/admission": AdmissionCfg,
+    "engine/ordering": OrderingCfg,
+    "engine/guard": GuardCfg,
+    "engine/kernels": KernelsCfg,
+    "flip": FlipCfg,
+    "faults": FaultsCfg,
+    "logger": LoggerCfg,
+    "watch": WatchCfg,
 }
 
 
@@ -191,11 +198,30 @@ def validate(cfg: DictConfig) -> DictConfig:
         msg = str(e).splitlines()[0]
         key = getattr(e, "full_key", None)
         raise ConfigError(f"{key}: {msg}" if key else msg) from None
-    _positive(merged, ["pp", "tp", "model.vocab", "model.hidden", "model.layers", "model.heads",
-                       "model.kv_heads", "model.intermediate", "model.max_context",
-                       "engine.chunk_size", "engine.max_batch", "engine.max_reqs",
-                       "engine.kv.pool_tokens", "workload.num_requests", "workload.max_new",
-                       "workload.concurrency", "workload.prompt_min", "watch.stall_s", "watch.max_run_s"])
+    _positive(
+        merged,
+        [
+            "pp",
+            "tp",
+            "model.vocab",
+            "model.hidden",
+            "model.layers",
+            "model.heads",
+            "model.kv_heads",
+            "model.intermediate",
+            "model.max_context",
+            "engine.chunk_size",
+            "engine.max_batch",
+            "engine.max_reqs",
+            "engine.kv.pool_tokens",
+            "workload.num_requests",
+            "workload.max_new",
+            "workload.concurrency",
+            "workload.prompt_min",
+            "watch.stall_s",
+            "watch.max_run_s",
+        ],
+    )
     m, pp, tp = merged.model, merged.pp, merged.tp
     if m.layers % pp:
         raise ConfigError(f"model.layers={m.layers} is not divisible by pp={pp}")
@@ -203,13 +229,21 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"model.hidden={m.hidden} is not divisible by model.heads={m.heads}")
     if m.heads % m.kv_heads:
         raise ConfigError(f"model.heads={m.heads} is not divisible by model.kv_heads={m.kv_heads}")
-    for name, n in (("model.heads", m.heads), ("model.kv_heads", m.kv_heads), ("model.intermediate", m.intermediate)):
+    for name, n in (
+        ("model.heads", m.heads),
+        ("model.kv_heads", m.kv_heads),
+        ("model.intermediate", m.intermediate),
+    ):
         if n % tp:
             raise ConfigError(f"{name}={n} is not divisible by tp={tp}")
         if merged.flip.enabled and n % pp:
-            raise ConfigError(f"{name}={n} is not divisible by pp={pp} (the flip's TP phase uses all ranks)")
+            raise ConfigError(
+                f"{name}={n} is not divisible by pp={pp} (the flip's TP phase uses all ranks)"
+            )
     if tp != 1:
-        raise ConfigError("tp must be 1: a hybrid pp x tp world is not built yet (the flip's TP phase uses pp ranks)")
+        raise ConfigError(
+            "tp must be 1: a hybrid pp x tp world is not built yet (the flip's TP phase uses pp ranks)"
+        )
     if m.dtype not in ("float32", "bfloat16", "float16"):
         raise ConfigError(f"model.dtype={m.dtype!r}: expected float32, bfloat16 or float16")
     if merged.device not in ("cpu", "cuda") and not str(merged.device).startswith("cuda:"):
@@ -226,7 +260,9 @@ def validate(cfg: DictConfig) -> DictConfig:
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
     if merged.engine.admission.on_refusal not in ("void", "stop"):
-        raise ConfigError(f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop")
+        raise ConfigError(
+            f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop"
+        )
     if merged.engine.width_check not in ("fingerprint", "rows"):
         raise ConfigError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
     if merged.engine.guard.name not in ("off", "rid", "prefix"):
@@ -241,7 +277,9 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"engine.ordering.steps: {e}") from None
     if merged.engine.admission.name != "rank_local":
         parts = {(s.name, s.part) for s in steps}
-        if not ({("decision", "")} & parts or {("decision", "send"), ("decision", "recv")} <= parts):
+        if not (
+            {("decision", "")} & parts or {("decision", "send"), ("decision", "recv")} <= parts
+        ):
             raise ConfigError(
                 f"engine/ordering={merged.engine.ordering.name} has no decision step, which "
                 f"engine/admission={merged.engine.admission.name} needs (try engine/ordering=decision_first)"
@@ -251,8 +289,17 @@ def validate(cfg: DictConfig) -> DictConfig:
 
 def dims_of(cfg) -> Dims:
     m = cfg.model
-    return Dims(m.vocab, m.hidden, m.layers, m.heads, m.kv_heads, m.intermediate,
-                float(m.rope_theta), float(m.eps), float(m.logit_scale))
+    return Dims(
+        m.vocab,
+        m.hidden,
+        m.layers,
+        m.heads,
+        m.kv_heads,
+        m.intermediate,
+        float(m.rope_theta),
+        float(m.eps),
+        float(m.logit_scale),
+    )
 
 
 def pool_sizes(cfg) -> list[int]:

@@ -44,11 +44,23 @@ def execute(cfg: DictConfig, run_dir: str, exp: str | None) -> dict:
     mismatches = check_tokens(cfg, sup.driver)
     if outcome["verdict"] == "served" and mismatches:
         outcome["verdict"], outcome["reason"] = "mismatch", f"oracle: {mismatches[0]}"
-    s = summary.build(cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0)
+    s = summary.build(
+        cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0
+    )
     events = summary.collect_events(run_dir, int(cfg.pp))
     if outcome["verdict"] != "served":  # the supervisor's own event: how the run ended
-        events.append({"t_s": round(s["wall_s"], 6), "rank": -1, "kind": outcome["verdict"], "pass_id": -1,
-                       "slot": -1, "rid": -1, "epoch": 0, "detail": s.get("cycle") or outcome["reason"]})
+        events.append(
+            {
+                "t_s": round(s["wall_s"], 6),
+                "rank": -1,
+                "kind": outcome["verdict"],
+                "pass_id": -1,
+                "slot": -1,
+                "rid": -1,
+                "epoch": 0,
+                "detail": s.get("cycle") or outcome["reason"],
+            }
+        )
     store.write_run(run_dir, s, sup.metrics, events, summary.request_rows(sup.driver))
     try:
         wandb_sink.log_run(cfg, run_dir, s, sup.metrics, events, resolved)
@@ -69,9 +81,11 @@ def main(cfg: DictConfig) -> None:
     exp = hc.runtime.choices.get("exp")
     os.makedirs(run_dir, exist_ok=True)
     s = execute(cfg, run_dir, exp)
-    line = (f"ppx: verdict={s['verdict']} served={s['served']}/{s['submitted']} refused={s['refused']} "
-            f"lost={s['lost']} out_tok_s={s['out_tok_s']} oracle_mismatches={s['oracle_mismatches']} "
-            f"ledger_violations={s['ledger_violations']} cached_tokens={s['cached_tokens']}")
+    line = (
+        f"ppx: verdict={s['verdict']} served={s['served']}/{s['submitted']} refused={s['refused']} "
+        f"lost={s['lost']} out_tok_s={s['out_tok_s']} oracle_mismatches={s['oracle_mismatches']} "
+        f"ledger_violations={s['ledger_violations']} cached_tokens={s['cached_tokens']}"
+    )
     if s.get("cycle"):
         line += f"\nppx: cycle: {s['cycle']}"
     if s["reason"]:

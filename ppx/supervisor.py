@@ -11,7 +11,7 @@ import socket
 import time
 
 from ppx.config import dims_of
-from ppx.engine.board import F, Board
+from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
 from ppx.frontend.workloads import Workload
@@ -50,11 +50,31 @@ class Supervisor:
         port = free_port()
         self.procs = []
         for r in range(self.world):
-            a = RankArgs(r, self.world, port, self.run_dir, self.board_path, cfg_dict, self.t0,
-                         self.in_q if r == 0 else None, self.out_q if r == 0 else None)
+            a = RankArgs(
+                r,
+                self.world,
+                port,
+                self.run_dir,
+                self.board_path,
+                cfg_dict,
+                self.t0,
+                self.in_q if r == 0 else None,
+                self.out_q if r == 0 else None,
+            )
             p = ctx.Process(target=rank_main, args=(a,), name=f"ppx-rank{r}", daemon=True)
             p.start()
             self.procs.append(p)
+
+    def _await_boot(self, limit_s: float) -> float:
+        """Wait until every rank has booted (or one has exited: the loop then says why)."""
+        while time.time() - self.t0 < limit_s and not self.interrupted:
+            states = [int(self.board.fields(r)[F.STATE]) for r in range(self.world)]
+            if all(st != State.INIT for st in states) or any(
+                p.exitcode is not None for p in self.procs
+            ):
+                break
+            time.sleep(0.02)
+        return round(time.time() - self.t0, 3)
 
     def _report(self, r: int) -> dict | None:
         if r not in self.reports:
@@ -68,8 +88,12 @@ class Supervisor:
     def _rank_verdict(self) -> tuple[str, str] | None:
         """A rank that left: a named stop or livelock first, then a death without a report (a
         peer's crash on the closed connection is the consequence of either), then a crash."""
-        exited = [(r, self._report(r), p.exitcode) for r, p in enumerate(self.procs) if p.exitcode is not None]
-        for r, rep, _ in exited:
+        exited = [
+            (r, self._report(r), p.exitcode)
+            for r, p in enumerate(self.procs)
+            if p.exitcode is not None
+        ]
+        for _r, rep, _ in exited:
             if rep is not None and rep["state"] == "stopped":
                 reason = rep["stop_reason"] or rep["error"]
                 return ("livelocked" if reason.startswith("livelock") else "stopped"), reason
@@ -79,30 +103,56 @@ class Supervisor:
         for r, rep, _ in exited:
             if rep["state"] == "error":
                 return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
-        for r, rep, code in exited:
-            if not self.driver.shutdown_sent:
-                return "crashed", f"rank{r} left the loop before shutdown"
+        if exited and not self.driver.shutdown_sent:
+            return "crashed", f"rank{exited[0][0]} left the loop before shutdown"
         return None
 
     def _sample(self, now: float) -> None:
         b, t = self.board, round(now - self.t0, 3)
         prev = self.metrics[-1] if self.metrics else None
-        group = {"t_s": t, "rank": -1, "phase": "pp", "epoch": 0, "passes": 0, "tokens": self.driver.tokens,
-                 "finished": self.driver.count("served"), "voids": 0, "flips": 0, "retractions": 0}
+        group = {
+            "t_s": t,
+            "rank": -1,
+            "phase": "pp",
+            "epoch": 0,
+            "passes": 0,
+            "tokens": self.driver.tokens,
+            "finished": self.driver.count("served"),
+            "voids": 0,
+            "flips": 0,
+            "retractions": 0,
+        }
         for r in range(self.world):
             f = b.fields(r)
-            row = {"t_s": t, "rank": r, "phase": "tp" if int(f[F.PHASE]) else "pp", "epoch": int(f[F.EPOCH]),
-                   "passes": int(f[F.PASS]), "tokens": int(f[F.TOKENS]), "finished": int(f[F.FINISHED]),
-                   "voids": int(f[F.VOIDS]), "flips": int(f[F.FLIPS]), "retractions": int(f[F.RETRACTIONS]),
-                   "out_tok_s": 0.0}
+            row = {
+                "t_s": t,
+                "rank": r,
+                "phase": "tp" if int(f[F.PHASE]) else "pp",
+                "epoch": int(f[F.EPOCH]),
+                "passes": int(f[F.PASS]),
+                "tokens": int(f[F.TOKENS]),
+                "finished": int(f[F.FINISHED]),
+                "voids": int(f[F.VOIDS]),
+                "flips": int(f[F.FLIPS]),
+                "retractions": int(f[F.RETRACTIONS]),
+                "out_tok_s": 0.0,
+            }
             self.metrics.append(row)
             group["passes"] += row["passes"]
             group["retractions"] += row["retractions"]
             if r == 0:
-                group.update(phase=row["phase"], epoch=row["epoch"], voids=row["voids"], flips=row["flips"])
-        last = next((m for m in reversed(self.metrics[:-self.world]) if m["rank"] == -1), None) if prev else None
+                group.update(
+                    phase=row["phase"], epoch=row["epoch"], voids=row["voids"], flips=row["flips"]
+                )
+        last = (
+            next((m for m in reversed(self.metrics[: -self.world]) if m["rank"] == -1), None)
+            if prev
+            else None
+        )
         dt = t - last["t_s"] if last else t
-        group["out_tok_s"] = (group["tokens"] - (last["tokens"] if last else 0)) / dt if dt > 0 else 0.0
+        group["out_tok_s"] = (
+            (group["tokens"] - (last["tokens"] if last else 0)) / dt if dt > 0 else 0.0
+        )
         self.metrics.append(group)
 
     def run(self, cfg_dict: dict) -> dict:
@@ -116,10 +166,18 @@ class Supervisor:
         verdict, reason, pm = None, "", None
         try:
             self._spawn(cfg_dict)
-            self.driver = Driver(Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
-                                 self.in_q, self.out_q, self.t0)
+            self.boot_s = self._await_boot(float(w.max_run_s))
+            # the workload clock (duration_s, arrivals) starts when the engine is up
+            self.driver = Driver(
+                Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+                self.in_q,
+                self.out_q,
+                time.time(),
+            )
             wd = Watchdog(self.board, self.procs, float(w.stall_s))
-            prog = Progress(float(w.progress_s), None if self.driver.deadline else self.driver.limit)
+            prog = Progress(
+                float(w.progress_s), None if self.driver.deadline else self.driver.limit
+            )
             next_sample = self.t0
             f = self.cfg.faults
             kill_at = self.t0 + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
@@ -147,20 +205,32 @@ class Supervisor:
                     verdict, reason = rv
                     break
                 outstanding = not self.driver.done or self.driver.shutdown_sent
-                v = wd.check((self.driver.tokens, self.driver.count("served"), self.driver.count("refused")),
-                             outstanding)
+                v = wd.check(
+                    (self.driver.tokens, self.driver.count("served"), self.driver.count("refused")),
+                    outstanding,
+                )
                 if v == "dead_peer":
                     verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
                 elif v == "wedged":
-                    verdict, reason = v, f"no progress for {wd.stalled_for:.1f}s with every rank blocked"
+                    held = min(b["since_s"] for b in wd.blocked() if b)
+                    verdict, reason = (
+                        v,
+                        f"every rank blocked for at least {held:.1f}s with no progress",
+                    )
                 elif now - self.t0 > float(w.max_run_s):
                     verdict = "straggler" if wd.status == "straggler" else "timeout"
                     reason = f"watch.max_run_s={w.max_run_s} reached ({wd.status})"
                 elif self.driver.shutdown_sent and wd.stalled_for > SHUTDOWN_GRACE_S:
                     verdict, reason = "crashed", "ranks did not leave after shutdown"
                 served = self.driver.count("served")
-                prog.maybe(served, self.driver.tokens, int(self.board.fields(0)[F.FLIPS]),
-                           int(self.board.fields(0)[F.VOIDS]), int(self.board.fields(0)[F.INFLIGHT]), wd.status)
+                prog.maybe(
+                    served,
+                    self.driver.tokens,
+                    int(self.board.fields(0)[F.FLIPS]),
+                    int(self.board.fields(0)[F.VOIDS]),
+                    int(self.board.fields(0)[F.INFLIGHT]),
+                    wd.status,
+                )
             self.driver.collect()
             self._sample(time.time())
             if verdict != "served":
@@ -172,13 +242,24 @@ class Supervisor:
         for r in range(self.world):
             self._report(r)
         self.driver.finalize()
-        return {"verdict": verdict, "reason": reason, "postmortem": pm,
-                "max_inflight": max(int(self.board.fields(r)[F.MAX_INFLIGHT]) for r in range(self.world))}
+        passes = [int(self.board.fields(r)[F.PASS]) for r in range(self.world)]
+        return {
+            "verdict": verdict,
+            "reason": reason,
+            "postmortem": pm,
+            "boot_s": getattr(self, "boot_s", None),
+            "passes": max(passes),
+            "max_inflight": max(
+                int(self.board.fields(r)[F.MAX_INFLIGHT]) for r in range(self.world)
+            ),
+        }
 
     def _teardown(self) -> None:
         """Every child goes, on every path: terminate, then kill what is left."""
         procs = getattr(self, "procs", [])
-        deadline = time.time() + (3.0 if getattr(self, "driver", None) and self.driver.shutdown_sent else 0.0)
+        deadline = time.time() + (
+            3.0 if getattr(self, "driver", None) and self.driver.shutdown_sent else 0.0
+        )
         for p in procs:
             p.join(timeout=max(0.0, deadline - time.time()))
         for p in procs:

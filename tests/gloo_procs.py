@@ -35,10 +35,17 @@ def stash_worker(rank, world, port, board_path, out_path):
         ready = ch.ready(0, Kind.LAP)
         consumed_before = int(ch.board.consumed[0, Kind.LAP])
         lap = ch.try_recv(0, Kind.LAP)
-        result = {"before": before is None, "chain_pass": chain.pass_id, "stashed": stashed,
-                  "ready": ready, "lap": lap.tensors[0].tolist(), "lap_slot": lap.slot,
-                  "consumed_before": consumed_before, "consumed_after": int(ch.board.consumed[0, Kind.LAP]),
-                  "again": ch.try_recv(0, Kind.LAP) is None}
+        result = {
+            "before": before is None,
+            "chain_pass": chain.pass_id,
+            "stashed": stashed,
+            "ready": ready,
+            "lap": lap.tensors[0].tolist(),
+            "lap_slot": lap.slot,
+            "consumed_before": consumed_before,
+            "consumed_after": int(ch.board.consumed[0, Kind.LAP]),
+            "again": ch.try_recv(0, Kind.LAP) is None,
+        }
     with open(out_path % rank, "w") as f:
         json.dump(result, f)
     ch.board.set(F.STATE, State.DONE)  # a clean exit, not a dead peer

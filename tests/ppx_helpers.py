@@ -30,7 +30,9 @@ def pids_alive(run_dir: str) -> list[int]:
     return alive
 
 
-def run_ppx(run_dir, *overrides: str, timeout: float = 240, logger: str = "none", env: dict | None = None):
+def run_ppx(
+    run_dir, *overrides: str, timeout: float = 240, logger: str = "none", env: dict | None = None
+):
     """Run `python -m ppx.run` as a user would; returns (CompletedProcess, summary or None)."""
     args = [sys.executable, "-m", "ppx.run", f"hydra.run.dir={run_dir}", *overrides]
     if logger:
@@ -40,8 +42,6 @@ def run_ppx(run_dir, *overrides: str, timeout: float = 240, logger: str = "none"
     path = os.path.join(run_dir, "summary.json")
     summary = json.load(open(path)) if os.path.exists(path) else None
     return proc, summary
-
-
 
 
 def compose(*overrides: str):

@@ -11,8 +11,16 @@ from ppx_helpers import outputs
 DF = ["pp=2", "engine/ordering=decision_first", "watch.stall_s=3"]
 # rank 1's pool is too small to keep two short shared prefixes; rank 0 keeps both, so rank 0
 # keeps telling a prefix rank 1 no longer has
-SHORT = ["faults=pool_skew", "faults.pool_tokens=64", "workload.num_prefixes=2", "workload.prefix_len=24",
-         "workload.num_requests=12", "workload.concurrency=1", "workload.max_new=8", "engine.livelock_passes=24"]
+SHORT = [
+    "faults=pool_skew",
+    "faults.pool_tokens=64",
+    "workload.num_prefixes=2",
+    "workload.prefix_len=24",
+    "workload.num_requests=12",
+    "workload.concurrency=1",
+    "workload.max_new=8",
+    "engine.livelock_passes=24",
+]
 
 
 def test_retraction_loop_livelocks_without_guard_and_serves_with_it(engine):
@@ -36,25 +44,44 @@ def test_prefix_guard_needs_fewer_voids_than_rid_guard(engine):
 def test_void_output_keeps_the_ring_matched_and_its_absence_wedges(engine):
     green, _ = engine(*DF, *SHORT, "engine/admission=decision", "engine/guard=rid")
     assert green["verdict"] == "served" and green["voids"] > 0
-    red, _ = engine(*DF, *SHORT, "engine/admission=decision", "engine/guard=rid", "faults.drop_void_output=true")
+    red, _ = engine(
+        *DF, *SHORT, "engine/admission=decision", "engine/guard=rid", "faults.drop_void_output=true"
+    )
     assert red["verdict"] == "wedged"
     assert "recv output" in (red["cycle"] or "") or any(
-        b and b["kind"] == "output" for b in red["blocked_on"])
+        b and b["kind"] == "output" for b in red["blocked_on"]
+    )
 
 
 def test_forwarded_void_serves_and_stop_names_the_refusal(engine):
-    served, _ = engine(*DF, *SHORT, "engine/admission=forwarded", "engine/guard=rid",
-                       "engine.admission.on_refusal=void")
-    assert served["verdict"] == "served" and served["refusals"] > 0 and served["oracle_mismatches"] == 0
-    stopped, _ = engine(*DF, *SHORT, "engine/admission=forwarded", "engine.admission.on_refusal=stop")
+    served, _ = engine(
+        *DF,
+        *SHORT,
+        "engine/admission=forwarded",
+        "engine/guard=rid",
+        "engine.admission.on_refusal=void",
+    )
+    assert (
+        served["verdict"] == "served"
+        and served["refusals"] > 0
+        and served["oracle_mismatches"] == 0
+    )
+    stopped, _ = engine(
+        *DF, *SHORT, "engine/admission=forwarded", "engine.admission.on_refusal=stop"
+    )
     assert stopped["verdict"] == "stopped"
     assert "forwarded refusal" in stopped["reason"] and "rank1" in stopped["reason"]
     assert stopped["submitted"] == stopped["served"] + stopped["refused"] + stopped["lost"]
 
 
 def test_readiness_turns_a_silent_block_into_a_named_stop(engine):
-    wedge = ["pp=2", "engine/admission=decision", "engine/ordering=flush_before_decision",
-             "workload.num_requests=6", "watch.stall_s=3"]
+    wedge = [
+        "pp=2",
+        "engine/admission=decision",
+        "engine/ordering=flush_before_decision",
+        "workload.num_requests=6",
+        "watch.stall_s=3",
+    ]
     red, _ = engine(*wedge)
     assert red["verdict"] == "wedged"
     green, _ = engine(*wedge, "engine.readiness=true", "engine.readiness_budget_s=1.0")
@@ -65,9 +92,19 @@ def test_readiness_turns_a_silent_block_into_a_named_stop(engine):
 def test_same_width_divergence_is_caught_by_the_fingerprint(engine):
     # equal-length prompts and one request per batch: when rank 1 scans its queue newest-first
     # its batch has the same row count as rank 0's but other requests
-    same_width = ["pp=2", "workload=shared_prefix", "workload.prefix_len=16", "workload.prompt_min=10",
-                  "workload.prompt_max=10", "workload.num_requests=8", "workload.concurrency=4",
-                  "workload.max_new=4", "engine.max_batch=1", "faults.lifo_rank=1", "watch.stall_s=3"]
+    same_width = [
+        "pp=2",
+        "workload=shared_prefix",
+        "workload.prefix_len=16",
+        "workload.prompt_min=10",
+        "workload.prompt_max=10",
+        "workload.num_requests=8",
+        "workload.concurrency=4",
+        "workload.max_new=4",
+        "engine.max_batch=1",
+        "faults.lifo_rank=1",
+        "watch.stall_s=3",
+    ]
     green, _ = engine(*same_width)
     assert green["verdict"] == "stopped"
     assert "proxy width check" in green["reason"] and "rows=26 vs tokens=26" in green["reason"]
@@ -89,8 +126,14 @@ def test_policies_agree_with_rank_local_without_divergence(engine):
 
 
 def test_host_tier_prefetch_is_reported_unresolved_and_the_guard_serves(engine):
-    host = [*DF, *SHORT, "faults=host_prefetch", "faults.pool_tokens=64", "engine.kv.host_tier=true",
-            "engine.kv.prefetch_ms=[2,300]"]
+    host = [
+        *DF,
+        *SHORT,
+        "faults=host_prefetch",
+        "faults.pool_tokens=64",
+        "engine.kv.host_tier=true",
+        "engine.kv.prefetch_ms=[2,300]",
+    ]
     s, _ = engine(*host, "engine/admission=decision", "engine/guard=rid")
     assert s["verdict"] == "served" and s["unresolved"] > 0
     assert s["oracle_mismatches"] == 0 and s["ledger_violations"] == 0

@@ -33,7 +33,9 @@ def test_radix_lock_protects_and_lru_evicts_leaves_first():
 
 
 def _cache(pool=64):
-    return KVCache(num_layers=1, pool_tokens=pool, kv_heads=1, head_dim=2, max_reqs=4, max_context=64)
+    return KVCache(
+        num_layers=1, pool_tokens=pool, kv_heads=1, head_dim=2, max_reqs=4, max_context=64
+    )
 
 
 def test_kv_lifecycle_keeps_ledger_and_reuses_prefix():

@@ -24,7 +24,10 @@ def _spawn(fn, world, tmp_path, *extra):
     out = str(tmp_path / "out%d.json")
     ctx = mp.get_context("spawn")
     port = free_port()
-    procs = [ctx.Process(target=fn, args=(r, world, port, board_path, out, *extra), daemon=True) for r in range(world)]
+    procs = [
+        ctx.Process(target=fn, args=(r, world, port, board_path, out, *extra), daemon=True)
+        for r in range(world)
+    ]
     for p in procs:
         p.start()
     return procs, board, out
@@ -65,7 +68,13 @@ def test_blocked_on_record_is_visible_while_blocked(tmp_path):
         time.sleep(0.02)
     assert _join(procs) == []
     assert seen is not None, "rank 1 never showed a blocked-on record"
-    assert (seen["peer"], seen["kind"], seen["slot"], seen["pass_id"], seen["width"]) == (0, "proxy", 2, 5, 3)
+    assert (seen["peer"], seen["kind"], seen["slot"], seen["pass_id"], seen["width"]) == (
+        0,
+        "proxy",
+        2,
+        5,
+        3,
+    )
     assert board.blocked_on(1) is None  # cleared after the receive completed
     assert json.load(open(out % 1))["shape"] == [3, 4]
 
@@ -93,8 +102,10 @@ def test_wrong_order_wedges_and_watchdog_names_cycle(tmp_path):
     # a loaded machine is not part of the wedge)
     assert min(r["since_s"] for r in recs) < 1.5 + 3
     text = cycle_text(find_cycle(graph(recs)))
-    assert text in ("rank0 -[flush chain]-> rank1 -[recv decision]-> rank0",
-                    "rank1 -[recv decision]-> rank0 -[flush chain]-> rank1")
+    assert text in (
+        "rank0 -[flush chain]-> rank1 -[recv decision]-> rank0",
+        "rank1 -[recv decision]-> rank0 -[flush chain]-> rank1",
+    )
 
 
 def test_right_order_completes(tmp_path):

@@ -32,5 +32,14 @@ def test_good_config_validates():
 
     from ppx.config import validate
 
-    cfg = validate(OmegaConf.create({"pp": 4, "engine": {"ordering": {"steps": ["chain", "schedule", "launch", "output", "flush"]}}}))
+    cfg = validate(
+        OmegaConf.create(
+            {
+                "pp": 4,
+                "engine": {
+                    "ordering": {"steps": ["chain", "schedule", "launch", "output", "flush"]}
+                },
+            }
+        )
+    )
     assert cfg.model.layers % cfg.pp == 0

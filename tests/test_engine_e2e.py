@@ -42,16 +42,22 @@ def test_pp_1_2_3_are_token_identical(ppx_run):
 
 
 def test_small_pool_evicts_and_keeps_the_ledger(ppx_run):
-    proc, s, _ = ppx_run("+exp=smoke", "pp=2", "engine.kv.pool_tokens=260", "workload.num_prefixes=4",
-                         "workload.num_requests=16")
+    proc, s, _ = ppx_run(
+        "+exp=smoke",
+        "pp=2",
+        "engine.kv.pool_tokens=260",
+        "workload.num_prefixes=4",
+        "workload.num_requests=16",
+    )
     assert s["verdict"] == "served", proc.stderr[-2000:]
     assert sum(s["per_rank"]["evictions"]) > 0
     assert s["ledger_violations"] == 0 and s["oracle_mismatches"] == 0
 
 
 def test_unfit_requests_are_refused_by_name_never_lost(ppx_run):
-    proc, s, run_dir = ppx_run("workload=random", "pp=2", "engine.kv.pool_tokens=90", "workload.prompt_max=120",
-                               *SMALL)
+    proc, s, run_dir = ppx_run(
+        "workload=random", "pp=2", "engine.kv.pool_tokens=90", "workload.prompt_max=120", *SMALL
+    )
     assert s["verdict"] == "served", proc.stderr[-2000:]
     assert s["refused"] > 0 and s["served"] > 0
     assert s["submitted"] == s["served"] + s["refused"]
@@ -61,23 +67,42 @@ def test_unfit_requests_are_refused_by_name_never_lost(ppx_run):
 
 def test_wrong_order_wedges_with_named_cycle_and_postmortem(ppx_run):
     steps = "engine.ordering.steps=[chain,schedule,{step:launch,flush:true},output,flush]"
-    proc, s, run_dir = ppx_run("pp=3", steps, "engine.ordering.name=launch_flush", "watch.stall_s=2", *SMALL)
+    proc, s, run_dir = ppx_run(
+        "pp=3", steps, "engine.ordering.name=launch_flush", "watch.stall_s=2", *SMALL
+    )
     assert proc.returncode != 0
     assert s["verdict"] == "wedged"
     assert s["cycle"] and "flush proxy" in s["cycle"]
     assert s["submitted"] == s["served"] + s["refused"] + s["lost"]
-    for f in ("cycle.txt", "waitfor.png", "blocked_on.json", "ledger.json", "ops.parquet", "stacks/rank0.txt"):
+    for f in (
+        "cycle.txt",
+        "waitfor.png",
+        "blocked_on.json",
+        "ledger.json",
+        "ops.parquet",
+        "stacks/rank0.txt",
+    ):
         assert os.path.exists(os.path.join(run_dir, "postmortem", f)), f
     assert "flush" in open(os.path.join(run_dir, "postmortem", "stacks", "rank0.txt")).read()
 
 
 def test_sigterm_interrupts_tears_down_and_writes_summary(tmp_path):
     run_dir = str(tmp_path / "sig")
-    args = [sys.executable, "-m", "ppx.run", f"hydra.run.dir={run_dir}", "logger=none", "pp=3",
-            "workload.num_requests=400", "workload.max_new=32"]
+    args = [
+        sys.executable,
+        "-m",
+        "ppx.run",
+        f"hydra.run.dir={run_dir}",
+        "logger=none",
+        "pp=3",
+        "workload.num_requests=400",
+        "workload.max_new=32",
+    ]
     p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while time.time() < deadline and not glob.glob(os.path.join(run_dir, "ranks", "rank0.events.jsonl")):
+    while time.time() < deadline and not glob.glob(
+        os.path.join(run_dir, "ranks", "rank0.events.jsonl")
+    ):
         time.sleep(0.2)
     time.sleep(2.0)
     p.send_signal(signal.SIGTERM)

@@ -8,14 +8,23 @@ import os
 import pandas as pd
 from ppx_helpers import outputs
 
-LOAD = ["workload=shared_prefix", "workload.num_requests=24", "workload.concurrency=6", "workload.max_new=8"]
+LOAD = [
+    "workload=shared_prefix",
+    "workload.num_requests=24",
+    "workload.concurrency=6",
+    "workload.max_new=8",
+]
 FLIPS = ["flip=every_40_passes", "flip.every_passes=15"]
 
 
 def test_flip_drive_serves_with_cutovers_and_records_them(engine):
     s, run_dir = engine("pp=3", *LOAD, *FLIPS, "flip.inflight=drain")
     assert s["verdict"] == "served", s["reason"]
-    assert s["flips"] >= 3 and s["cutover_ms_p50"] is not None and s["cutover_ms_max"] >= s["cutover_ms_p50"]
+    assert (
+        s["flips"] >= 3
+        and s["cutover_ms_p50"] is not None
+        and s["cutover_ms_max"] >= s["cutover_ms_p50"]
+    )
     assert s["retracted_at_flip"] > 0 and s["reprefill_tokens"] > 0
     assert s["oracle_mismatches"] == 0 and s["ledger_violations"] == 0
     assert s["submitted"] == s["served"] + s["refused"] and s["lost"] == 0
@@ -33,7 +42,9 @@ def test_flip_tokens_equal_the_same_workload_without_flips(engine):
 
 
 def test_tp_phase_equals_pp_phase(engine):
-    tp, d_tp = engine("pp=3", *LOAD, "flip.enabled=true", "flip.start_phase=tp", "flip.name=tp_only")
+    tp, d_tp = engine(
+        "pp=3", *LOAD, "flip.enabled=true", "flip.start_phase=tp", "flip.name=tp_only"
+    )
     pp, d_pp = engine("pp=3", *LOAD)
     assert tp["verdict"] == pp["verdict"] == "served" and tp["flips"] == 0
     m = pd.read_parquet(os.path.join(d_tp, "metrics.parquet"))
@@ -44,13 +55,23 @@ def test_tp_phase_equals_pp_phase(engine):
 def test_epoch_desync_is_a_named_stop(engine):
     s, _ = engine("pp=3", *LOAD, *FLIPS, "faults.epoch_desync_rank=2")
     assert s["verdict"] == "stopped"
-    assert "epoch desync" in s["reason"] and "rank0 epoch=1" in s["reason"] and "rank2 epoch=2" in s["reason"]
+    assert (
+        "epoch desync" in s["reason"]
+        and "rank0 epoch=1" in s["reason"]
+        and "rank2 epoch=2" in s["reason"]
+    )
 
 
 def test_flip_mid_chunked_prefill_neither_loses_nor_double_prefills(engine):
     # prompts of 160-300 tokens take 3-5 chunks of 64; flips every 6 passes land mid-prefill
-    s, run_dir = engine("pp=2", "workload=long_prompt", "workload.num_requests=6", "flip=every_40_passes",
-                        "flip.every_passes=6", "flip.inflight=drain")
+    s, run_dir = engine(
+        "pp=2",
+        "workload=long_prompt",
+        "workload.num_requests=6",
+        "flip=every_40_passes",
+        "flip.every_passes=6",
+        "flip.inflight=drain",
+    )
     assert s["verdict"] == "served" and s["flips"] >= 2 and s["oracle_mismatches"] == 0
     req = pd.read_parquet(os.path.join(run_dir, "requests.parquet"))
     assert (req.outcome == "served").all() and (req.output_len == 8).all()
@@ -63,7 +84,13 @@ def test_the_flip_is_a_trigger(engine):
     # a host KV tier with a slow load-back on rank 1: without flips nothing is evicted and
     # rank_local serves; every cutover sends the tree to the host, and the ranks' loads
     # complete at different passes
-    host = ["pp=2", *LOAD, "engine.kv.host_tier=true", "engine.kv.prefetch_ms=[1,200]", "watch.stall_s=3"]
+    host = [
+        "pp=2",
+        *LOAD,
+        "engine.kv.host_tier=true",
+        "engine.kv.prefetch_ms=[1,200]",
+        "watch.stall_s=3",
+    ]
     calm, _ = engine(*host)
     assert calm["verdict"] == "served"
     flipped, _ = engine(*host, *FLIPS)

@@ -80,7 +80,9 @@ def _in_process(seed: str, expr: str) -> str:
     import os
 
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_prefix_key_is_equal_across_processes_with_different_hash_seeds():

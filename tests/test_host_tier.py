@@ -22,7 +22,9 @@ def _serve(c, rid, tokens):
     c.admit(r, c.tree_match(tokens), need=len(tokens) + 1)
     locs = c.extend(r, r.seq_len - r.computed)
     for layer in range(2):  # write recognisable KV: the token id itself
-        c.k[layer][torch.tensor(locs)] = torch.tensor(tokens[-len(locs):], dtype=torch.float32)[:, None, None]
+        c.k[layer][torch.tensor(locs)] = torch.tensor(tokens[-len(locs) :], dtype=torch.float32)[
+            :, None, None
+        ]
     c.commit(r)
     r.output.append(0)
     c.release(r)

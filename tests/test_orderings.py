@@ -26,40 +26,75 @@ def test_historical_ordering_wedges_with_its_cycle(engine, ordering):
     assert s["verdict"] == "wedged"
     assert s["cycle"] == WEDGES[ordering]
     pm = os.path.join(run_dir, "postmortem")
-    for f in ("cycle.txt", "waitfor.png", "waitfor.json", "blocked_on.json", "last_events.json", "ledger.json",
-              "ops.parquet", "stacks/rank0.txt", "stacks/rank2.txt"):
+    for f in (
+        "cycle.txt",
+        "waitfor.png",
+        "waitfor.json",
+        "blocked_on.json",
+        "last_events.json",
+        "ledger.json",
+        "ops.parquet",
+        "stacks/rank0.txt",
+        "stacks/rank2.txt",
+    ):
         assert os.path.exists(os.path.join(pm, f)), f
     assert open(os.path.join(pm, "cycle.txt")).read().strip() == WEDGES[ordering]
     # the post-mortem was taken within stall_s + 3 s of the moment the last rank blocked
     # (since_s is read when the post-mortem starts), and written right after
     assert min(b["since_s"] for b in s["blocked_on"]) < 3 + 3
-    assert os.path.getmtime(os.path.join(pm, "cycle.txt")) - os.path.getmtime(os.path.join(pm, "blocked_on.json")) < 3
+    assert (
+        os.path.getmtime(os.path.join(pm, "cycle.txt"))
+        - os.path.getmtime(os.path.join(pm, "blocked_on.json"))
+        < 3
+    )
 
 
 @pytest.mark.parametrize("workload", ["shared_prefix", "random"])
 def test_decision_first_serves_what_the_wedging_presets_fail_on(engine, workload):
-    s, _ = engine("pp=3", "engine/admission=decision", "engine/ordering=decision_first", f"workload={workload}",
-                  *SMALL)
+    s, _ = engine(
+        "pp=3",
+        "engine/admission=decision",
+        "engine/ordering=decision_first",
+        f"workload={workload}",
+        *SMALL,
+    )
     assert s["verdict"] == "served" and s["oracle_mismatches"] == 0
 
 
 def test_a_slowed_rank_is_a_straggler_never_a_wedge(engine):
-    s, _ = engine("pp=3", "faults=slow_rank", "faults.delay_s=0.3", "workload.num_requests=6",
-                  "workload.max_new=4", "watch.stall_s=1")
+    s, _ = engine(
+        "pp=3",
+        "faults=slow_rank",
+        "faults.delay_s=0.3",
+        "workload.num_requests=6",
+        "workload.max_new=4",
+        "watch.stall_s=1",
+    )
     assert s["verdict"] == "served", s["reason"]
 
 
 def test_a_killed_rank_is_a_dead_peer_not_a_wedge(engine):
-    s, _ = engine("pp=3", "faults=kill_rank", "faults.kill_after_s=3", "workload.num_requests=200",
-                  "watch.stall_s=2")
+    s, _ = engine(
+        "pp=3",
+        "faults=kill_rank",
+        "faults.kill_after_s=3",
+        "workload.num_requests=200",
+        "watch.stall_s=2",
+    )
     assert s["verdict"] == "dead_peer"
     assert "rank1" in s["reason"]
 
 
 def test_user_written_ordering_yaml_works(tmp_path):
     conf = os.path.join(ROOT, "tests", "data", "user_conf")
-    proc, s = run_ppx(str(tmp_path / "user"), f"hydra.searchpath=[file://{conf}]", "pp=2",
-                      "engine/admission=decision", "engine/ordering=lap_before_output", *SMALL)
+    proc, s = run_ppx(
+        str(tmp_path / "user"),
+        f"hydra.searchpath=[file://{conf}]",
+        "pp=2",
+        "engine/admission=decision",
+        "engine/ordering=lap_before_output",
+        *SMALL,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert s["verdict"] == "served" and s["choices"]["ordering"] == "lap_before_output"
 

@@ -178,7 +178,9 @@ class RankBoard:
         self.f[F.HEARTBEAT_NS] = time.monotonic_ns()
         self.f[F.PASS] = pass_id
 
-    def block(self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, width: int = -1) -> int:
+    def block(
+        self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, width: int = -1
+    ) -> int:
         """Write the blocked-on record *before* the blocking call: a wedge leaves it behind."""
         now = time.monotonic_ns()
         if not self.enabled:
@@ -190,13 +192,17 @@ class RankBoard:
         f[F.BLK_OP] = op  # last: a reader that sees the op sees the rest of the record
         return now
 
-    def unblock(self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, since: int) -> None:
+    def unblock(
+        self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, since: int
+    ) -> None:
         if not self.enabled:
             return
         self.f[F.BLK_OP] = Op.NONE
         self.record(op, peer, kind, slot, pass_id, seq, since)
 
-    def record(self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, since: int) -> None:
+    def record(
+        self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, since: int
+    ) -> None:
         now = time.monotonic_ns()
         head = int(self.f[F.RING_HEAD])
         self.ring[head % RING] = (since, op, peer, kind, slot, pass_id, seq, now - since)

@@ -29,14 +29,18 @@ def encode_header(msg: Message) -> torch.Tensor:
     if msg.num_tensors > MAX_TENSORS or len(msg.aux) > MAX_AUX:
         raise ValueError(f"message {msg.kind.label}: too many tensors or aux fields")
     h = torch.zeros(HEADER_LEN, dtype=torch.int64)
-    h[:7] = torch.tensor([msg.kind, msg.slot, msg.pass_id, msg.epoch, msg.seq, msg.flags, msg.num_tensors])
+    h[:7] = torch.tensor(
+        [msg.kind, msg.slot, msg.pass_id, msg.epoch, msg.seq, msg.flags, msg.num_tensors]
+    )
     for i, a in enumerate(msg.aux):
         h[8 + i] = a
     for i, t in enumerate(msg.tensors):
         if t.dim() > 3:
             raise ValueError("payload tensors have at most 3 dims")
         dims = list(t.shape) + [-1] * (3 - t.dim())
-        h[8 + MAX_AUX + i * _META : 8 + MAX_AUX + (i + 1) * _META] = torch.tensor([_CODE[t.dtype], *dims])
+        h[8 + MAX_AUX + i * _META : 8 + MAX_AUX + (i + 1) * _META] = torch.tensor(
+            [_CODE[t.dtype], *dims]
+        )
     return h
 
 
@@ -54,8 +58,16 @@ def decode_header(h: torch.Tensor) -> tuple[Message, list[tuple[torch.dtype, lis
 class Channels:
     """Per-rank endpoint. Sends are isends completed lazily by `flush`; receives block."""
 
-    def __init__(self, rank: int, world: int, transport, board: RankBoard, device: str = "cpu") -> None:
-        self.rank, self.world, self.t, self.board, self.device = rank, world, transport, board, device
+    def __init__(
+        self, rank: int, world: int, transport, board: RankBoard, device: str = "cpu"
+    ) -> None:
+        self.rank, self.world, self.t, self.board, self.device = (
+            rank,
+            world,
+            transport,
+            board,
+            device,
+        )
         self.pending: dict[tuple[int, int], list] = defaultdict(list)  # (dst, kind) -> handles
         self.inbox: dict[tuple[int, int], deque] = defaultdict(deque)  # (src, kind) -> stashed
         self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
@@ -79,18 +91,24 @@ class Channels:
         cpu = [t.detach().to("cpu").contiguous() for t in msg.tensors]
         for t in cpu:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
-        self.pending[key].append(self.t.isend(dst, 0, encode_header(Message(**{**msg.__dict__, "tensors": cpu}))))
+        self.pending[key].append(
+            self.t.isend(dst, 0, encode_header(Message(**{**msg.__dict__, "tensors": cpu})))
+        )
 
     def flush(self, kinds: list[Kind] | None = None, pass_id: int = -1) -> None:
         """Complete pending sends; under gloo this waits until the peer has taken them."""
         for (dst, kind), handles in list(self.pending.items()):
             if kinds is not None and kind not in kinds or not handles:
                 continue
-            since = self.board.block(Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1)
+            since = self.board.block(
+                Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1
+            )
             for h in handles:
                 h.wait()
             handles.clear()
-            self.board.unblock(Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1, since)
+            self.board.unblock(
+                Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1, since
+            )
 
     def flush_sends_of(self, kind: Kind, pass_id: int = -1) -> None:
         self.flush([kind], pass_id)
@@ -111,7 +129,9 @@ class Channels:
         self.seq_in[(src, int(msg.kind))] += 1
         return msg
 
-    def recv(self, src: int, kind: Kind, slot: int = -1, pass_id: int = -1, width: int = -1) -> Message:
+    def recv(
+        self, src: int, kind: Kind, slot: int = -1, pass_id: int = -1, width: int = -1
+    ) -> Message:
         """Blocking FIFO receive of `kind` from `src`; other kinds met first are stashed."""
         box = self.inbox[(src, int(kind))]
         if box:

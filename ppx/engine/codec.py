@@ -30,6 +30,9 @@ def decode_requests(msg: Message) -> list[Req]:
     return out
 
 
-def chain_message(reqs: list[Req], flags: int, slot: int, pass_id: int, epoch: int,
-                  aux: tuple[int, ...] = ()) -> Message:
-    return Message(Kind.CHAIN, slot, pass_id, epoch, flags=flags, aux=aux, tensors=encode_requests(reqs))
+def chain_message(
+    reqs: list[Req], flags: int, slot: int, pass_id: int, epoch: int, aux: tuple[int, ...] = ()
+) -> Message:
+    return Message(
+        Kind.CHAIN, slot, pass_id, epoch, flags=flags, aux=aux, tensors=encode_requests(reqs)
+    )

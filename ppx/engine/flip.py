@@ -61,7 +61,14 @@ class FlipControl:
             for b in loop.sched.inflight:
                 if b is not None:
                     b.flip_void = True
-        loop.events.emit("flip_start", pass_id, -1, -1, loop.epoch, f"{loop.phase}->{self.target} {self.inflight_mode}")
+        loop.events.emit(
+            "flip_start",
+            pass_id,
+            -1,
+            -1,
+            loop.epoch,
+            f"{loop.phase}->{self.target} {self.inflight_mode}",
+        )
 
     @property
     def target(self) -> str:
@@ -75,7 +82,9 @@ class FlipControl:
     def cutover(self, pass_id: int) -> None:
         loop = self.loop
         s = loop.sched
-        assert s.num_inflight == 0, f"rank{loop.rank}: cutover with {s.num_inflight} slots in flight"
+        assert s.num_inflight == 0, (
+            f"rank{loop.rank}: cutover with {s.num_inflight} slots in flight"
+        )
         residents = [r for slot in s.running for r in slot] + ([s.chunked] if s.chunked else [])
         for req in residents:
             self.reprefill_tokens += req.computed
@@ -97,8 +106,14 @@ class FlipControl:
         loop.board.set(F.FLIPS, self.flips)
         loop.board.set(F.EPOCH, loop.epoch)
         loop.board.set(F.PHASE, PHASES.index(target))
-        loop.events.emit("flip_end", pass_id, -1, -1, loop.epoch,
-                         f"now {target}; cutover_ms={ms:.1f} retracted={len(residents)}")
+        loop.events.emit(
+            "flip_end",
+            pass_id,
+            -1,
+            -1,
+            loop.epoch,
+            f"now {target}; cutover_ms={ms:.1f} retracted={len(residents)}",
+        )
 
     def check_epochs(self, pass_id: int) -> None:
         loop = self.loop
@@ -110,13 +125,19 @@ class FlipControl:
         epochs = [int(e) for e in every]
         if len(set(epochs)) > 1:
             odd = next(r for r, e in enumerate(epochs) if e != epochs[0])
-            loop.stop(f"epoch desync at cutover (pass {pass_id}): rank0 epoch={epochs[0]}, "
-                      f"rank{odd} epoch={epochs[odd]}")
+            loop.stop(
+                f"epoch desync at cutover (pass {pass_id}): rank0 epoch={epochs[0]}, "
+                f"rank{odd} epoch={epochs[odd]}"
+            )
 
     def counters(self) -> dict:
         ms = sorted(self.cutover_ms)
-        return {"flips": self.flips, "retracted_at_flip": self.retracted, "reprefill_tokens": self.reprefill_tokens,
-                "cutover_ms": [round(x, 3) for x in ms]}
+        return {
+            "flips": self.flips,
+            "retracted_at_flip": self.retracted,
+            "reprefill_tokens": self.reprefill_tokens,
+            "cutover_ms": [round(x, 3) for x in ms],
+        }
 
 
 def chain_flags(loop, pass_id: int) -> int:

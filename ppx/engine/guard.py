@@ -77,5 +77,8 @@ class Guard:
         self.hold.discard(rid)
 
     def counters(self) -> dict:
-        return {"guard_floors_learned": self.floors_learned, "guard_clamps": self.clamps,
-                "unresolved": self.unresolved}
+        return {
+            "guard_floors_learned": self.floors_learned,
+            "guard_clamps": self.clamps,
+            "unresolved": self.unresolved,
+        }

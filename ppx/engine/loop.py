@@ -43,8 +43,12 @@ def parse_ordering(steps: list) -> list[Step]:
         kinds = tuple(str(k) for k in spec.get("kinds", ()))
         bad = [k for k in kinds if k.upper() not in Kind.__members__]
         if bad or (kinds and name != "flush"):
-            raise ValueError(f"ordering step {item!r}: `kinds` names message kinds, on a flush step")
-        out.append(Step(name, part, bool(spec.get("block", False)), bool(spec.get("flush", False)), kinds))
+            raise ValueError(
+                f"ordering step {item!r}: `kinds` names message kinds, on a flush step"
+            )
+        out.append(
+            Step(name, part, bool(spec.get("block", False)), bool(spec.get("flush", False)), kinds)
+        )
     names = [s.name for s in out]
     for required in ("chain", "schedule", "launch", "output", "flush"):
         if required not in names:
@@ -68,18 +72,33 @@ class PassSteps:
     # -- chain ----------------------------------------------------------------------------
     def step_chain(self, p: PassState, step: Step) -> None:
         if self.is_first:
-            reqs, flags = self.intake.take(idle=self.sched.idle and not self.to_relay and not self.flip.draining)
+            reqs, flags = self.intake.take(
+                idle=self.sched.idle and not self.to_relay and not self.flip.draining
+            )
             flags |= self.chain_flags(p)
             msg = chain_message(reqs, flags, p.slot, p.pass_id, self.epoch, self.chain_aux(p))
         else:
             msg = self.ch.recv(self.prev, Kind.CHAIN, p.slot, p.pass_id)
             reqs, flags = decode_requests(msg), msg.flags
             if msg.epoch != self.epoch:
-                self.stop(f"epoch desync on the chain (pass {p.pass_id}): rank{self.prev} epoch={msg.epoch}, "
-                          f"rank{self.rank} epoch={self.epoch}", p)
+                self.stop(
+                    f"epoch desync on the chain (pass {p.pass_id}): rank{self.prev} epoch={msg.epoch}, "
+                    f"rank{self.rank} epoch={self.epoch}",
+                    p,
+                )
         if not self.is_last:
-            self.ch.send(self.next, Message(Kind.CHAIN, p.slot, p.pass_id, self.epoch, flags=flags,
-                                            aux=msg.aux, tensors=msg.tensors))
+            self.ch.send(
+                self.next,
+                Message(
+                    Kind.CHAIN,
+                    p.slot,
+                    p.pass_id,
+                    self.epoch,
+                    flags=flags,
+                    aux=msg.aux,
+                    tensors=msg.tensors,
+                ),
+            )
             if step.flush:
                 self.ch.flush([Kind.CHAIN], p.pass_id)
         self.sched.add(reqs)
@@ -122,8 +141,17 @@ class PassSteps:
                 b.voided = True
                 if not self.is_last:
                     obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
-                    self.ch.send(self.next, Message(Kind.PROXY, p.slot, p.pass_id, self.epoch,
-                                                    flags=Flag.VOID, tensors=[obs]))
+                    self.ch.send(
+                        self.next,
+                        Message(
+                            Kind.PROXY,
+                            p.slot,
+                            p.pass_id,
+                            self.epoch,
+                            flags=Flag.VOID,
+                            tensors=[obs],
+                        ),
+                    )
                     if step.flush:
                         self.ch.flush([Kind.PROXY], p.pass_id)
                 return
@@ -140,7 +168,9 @@ class PassSteps:
             self.sampled[p.pass_id] = out.to("cpu")
         else:
             fp = torch.tensor(b.fingerprint(), dtype=torch.int64)
-            self.ch.send(self.next, Message(Kind.PROXY, p.slot, p.pass_id, self.epoch, tensors=[out, fp]))
+            self.ch.send(
+                self.next, Message(Kind.PROXY, p.slot, p.pass_id, self.epoch, tensors=[out, fp])
+            )
             if step.flush:  # a blocking crossing: completes before anything else this pass
                 self.ch.flush([Kind.PROXY], p.pass_id)
 
@@ -170,10 +200,21 @@ class PassSteps:
                 pass  # faults: the pre-#797 bug, rank 0's output receive is never matched
             elif b.voided:  # a void output keeps rank 0's output receive matched
                 obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
-                self.ch.send(0, Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, flags=Flag.VOID,
-                                        tensors=[tokens, obs]))
+                self.ch.send(
+                    0,
+                    Message(
+                        Kind.OUTPUT,
+                        p.slot,
+                        p.pass_id,
+                        self.epoch,
+                        flags=Flag.VOID,
+                        tensors=[tokens, obs],
+                    ),
+                )
             else:
-                self.ch.send(0, Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, tensors=[tokens]))
+                self.ch.send(
+                    0, Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, tensors=[tokens])
+                )
         if not self.is_last and self.to_relay is not None:
             # each hop is one pass behind: relay what arrived last pass
             self.ch.send(self.next, self.to_relay)
@@ -183,10 +224,19 @@ class PassSteps:
             return
         want = self.sched.inflight[nxt]
         src = self.world - 1 if self.is_first else self.prev
-        msg = self.ch.recv(src, Kind.OUTPUT, nxt, want.pass_id, width=len([e for e in want.entries if e.final]))
+        msg = self.ch.recv(
+            src, Kind.OUTPUT, nxt, want.pass_id, width=len([e for e in want.entries if e.final])
+        )
         if not self.is_last:
-            self.to_relay = Message(Kind.OUTPUT, msg.slot, msg.pass_id, msg.epoch, flags=msg.flags,
-                                    aux=msg.aux, tensors=msg.tensors)
+            self.to_relay = Message(
+                Kind.OUTPUT,
+                msg.slot,
+                msg.pass_id,
+                msg.epoch,
+                flags=msg.flags,
+                aux=msg.aux,
+                tensors=msg.tensors,
+            )
         self.apply_output(nxt, want, msg, p)
 
     # -- lap / flush ----------------------------------------------------------------------

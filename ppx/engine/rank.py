@@ -12,28 +12,27 @@ import json
 import os
 import signal
 import sys
-import time
 import traceback
 from dataclasses import dataclass
 
 import torch
 from omegaconf import OmegaConf
 
+from ppx.config import dims_of, pool_sizes
 from ppx.core import Flag, Kind, Message, StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.channels import Channels
+from ppx.engine.flip import FlipControl, chain_flags
 from ppx.engine.intake import Intake
 from ppx.engine.kernels.registry import get_kernels
-from ppx.engine.flip import FlipControl, chain_flags
 from ppx.engine.loop import PassState, PassSteps, parse_ordering
 from ppx.engine.model.llama import StageModel
 from ppx.engine.scheduler import Scheduler
 from ppx.engine.tp_phase import TPPhase, all_reducer
 from ppx.engine.transport.gloo import GlooTransport
-from ppx.config import dims_of, pool_sizes
 from ppx.telemetry.events import EventLog
 
 
@@ -71,7 +70,9 @@ class RankLoop(PassSteps):
         self.epoch = 0
         self.board = RankBoard(Board(a.board_path, a.world), a.rank)
         self.board.enabled = bool(cfg.watch.blocked_on)
-        self.events = EventLog(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl"), a.rank, a.t0)
+        self.events = EventLog(
+            os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl"), a.rank, a.t0
+        )
         self.t = GlooTransport(a.rank, a.world, a.port)
         self.ch = Channels(a.rank, a.world, self.t, self.board, cfg.device)
         if cfg.engine.readiness:
@@ -104,15 +105,35 @@ class RankLoop(PassSteps):
         if phase not in self.models:
             if phase == "pp":
                 per = d.layers // world
-                self.models[phase] = StageModel(d, cfg.seed, r * per, (r + 1) * per, self.kernels, cfg.device, self.dtype)
+                self.models[phase] = StageModel(
+                    d, cfg.seed, r * per, (r + 1) * per, self.kernels, cfg.device, self.dtype
+                )
             else:
-                self.models[phase] = StageModel(d, cfg.seed, 0, d.layers, self.kernels, cfg.device, self.dtype,
-                                                tp_rank=r, tp_size=world, all_reduce=all_reducer(self))
+                self.models[phase] = StageModel(
+                    d,
+                    cfg.seed,
+                    0,
+                    d.layers,
+                    self.kernels,
+                    cfg.device,
+                    self.dtype,
+                    tp_rank=r,
+                    tp_size=world,
+                    all_reduce=all_reducer(self),
+                )
         self.model = self.models[phase]
         kv_heads = d.kv_heads if phase == "pp" else d.kv_heads // world
         e = cfg.engine
-        self.cache = KVCache(self.model.num_layers, self.pools[r], kv_heads, d.head_dim, e.max_reqs,
-                             cfg.model.max_context, cfg.device, self.dtype)
+        self.cache = KVCache(
+            self.model.num_layers,
+            self.pools[r],
+            kv_heads,
+            d.head_dim,
+            e.max_reqs,
+            cfg.model.max_context,
+            cfg.device,
+            self.dtype,
+        )
         if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
             ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
             if phase not in self.hosts:
@@ -127,7 +148,10 @@ class RankLoop(PassSteps):
         self.sched.lifo = cfg.faults.lifo_rank == r
         if old is not None:
             self.sched.waiting, self.sched.reqs = old.waiting, old.reqs
-            self.sched.cached_tokens, self.sched.prefill_tokens = old.cached_tokens, old.prefill_tokens
+            self.sched.cached_tokens, self.sched.prefill_tokens = (
+                old.cached_tokens,
+                old.prefill_tokens,
+            )
         if getattr(self, "policy", None) is not None:
             self.policy.sched = self.sched
         self.phase = phase
@@ -147,11 +171,15 @@ class RankLoop(PassSteps):
 
     def stop(self, reason: str, p: PassState | None = None) -> None:
         self.stop_reason = reason
-        self.events.emit("stop", p.pass_id if p else -1, p.slot if p else -1, epoch=self.epoch, detail=reason)
+        self.events.emit(
+            "stop", p.pass_id if p else -1, p.slot if p else -1, epoch=self.epoch, detail=reason
+        )
         raise StopRun(reason)
 
     def apply_output(self, slot: int, batch, msg: Message, p: PassState | None) -> None:
-        if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, requests re-queued
+        if (
+            batch.flip_void
+        ):  # flip.inflight=void: the slot's results are dropped, requests re-queued
             self.sched.void(batch)
             return
         if self.policy.absorb(slot, batch, msg, p):
@@ -159,15 +187,25 @@ class RankLoop(PassSteps):
         tokens = msg.tensors[0].tolist() if msg.tensors else []
         finals = sum(e.final for e in batch.entries)
         if len(tokens) != finals or msg.pass_id != batch.pass_id:
-            self.stop(f"output mismatch: rank{self.rank} slot={slot} got pass={msg.pass_id} "
-                      f"width={len(tokens)} vs local pass={batch.pass_id} finals={finals}", p)
+            self.stop(
+                f"output mismatch: rank{self.rank} slot={slot} got pass={msg.pass_id} "
+                f"width={len(tokens)} vs local pass={batch.pass_id} finals={finals}",
+                p,
+            )
         done = self.sched.apply_output(slot, tokens)
         self.board.add(F.TOKENS, len(done))
         for req, tok in done:
             if req.finished:
                 self.board.add(F.FINISHED)
                 self.policy.on_served(req.rid)
-                self.events.emit("finish", p.pass_id if p else -1, slot, req.rid, self.epoch, f"cached={req.cached}")
+                self.events.emit(
+                    "finish",
+                    p.pass_id if p else -1,
+                    slot,
+                    req.rid,
+                    self.epoch,
+                    f"cached={req.cached}",
+                )
             if self.is_first:
                 self.intake.token(req.rid, tok, req.finished, req.cached)
 
@@ -190,7 +228,9 @@ class RankLoop(PassSteps):
                     self.flip.announce(pass_id)
                     self.flip.cutover(pass_id)
             if DEBUG and self.sched.limbo():
-                raise AssertionError(f"pass {pass_id} ({self.phase}): requests in limbo {self.sched.limbo()}")
+                raise AssertionError(
+                    f"pass {pass_id} ({self.phase}): requests in limbo {self.sched.limbo()}"
+                )
             inflight = self.sched.num_inflight
             self.board.set(F.INFLIGHT, inflight)
             if inflight > self.board.f[F.MAX_INFLIGHT]:
@@ -220,11 +260,18 @@ class RankLoop(PassSteps):
     def report(self, state: str, error: str | None) -> dict:
         led = self.check_ledger("teardown") if state != "error" else self.cache.ledger()
         return {
-            "rank": self.rank, "state": state, "error": error, "stop_reason": self.stop_reason,
-            "ledger": led, "ledger_violations": self.ledger_violations,
-            "cached_tokens": self.sched.cached_tokens, "prefill_tokens": self.sched.prefill_tokens,
-            "evictions": self.cache.evictions, "pool_tokens": self.cache.pool_tokens,
-            "counters": dict(self.events.counts), **self.policy_counters(),
+            "rank": self.rank,
+            "state": state,
+            "error": error,
+            "stop_reason": self.stop_reason,
+            "ledger": led,
+            "ledger_violations": self.ledger_violations,
+            "cached_tokens": self.sched.cached_tokens,
+            "prefill_tokens": self.sched.prefill_tokens,
+            "evictions": self.cache.evictions,
+            "pool_tokens": self.cache.pool_tokens,
+            "counters": dict(self.events.counts),
+            **self.policy_counters(),
             "host_saves": sum(h.saves for h in self.hosts.values()),
             "host_loads": sum(h.loads for h in self.hosts.values()),
         }
@@ -237,7 +284,10 @@ def rank_main(a: RankArgs) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     _die_with_parent()
     # everything the rank prints (warnings, gloo's own messages) goes to its log in the run dir
-    log = os.open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    log = os.open(
+        os.path.join(a.run_dir, "ranks", f"rank{a.rank}.log"),
+        os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    )
     os.dup2(log, 1)
     os.dup2(log, 2)
     torch.set_num_threads(1)
@@ -245,21 +295,26 @@ def rank_main(a: RankArgs) -> None:
     stack_file = open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.stack.txt"), "w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     board = RankBoard(Board(a.board_path, a.world), a.rank)
-    board.set(F.STATE, State.RUNNING)
     loop, state, error = None, "done", None
     try:
         loop = RankLoop(a)
+        board.set(F.STATE, State.RUNNING)  # booted: rendezvous done, model and cache built
         loop.run()
     except StopRun as e:
         state, error = "stopped", str(e)
     except BaseException as e:  # noqa: BLE001 - every failure is reported, then re-raised
         state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
     try:
-        report = loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
+        report = (
+            loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
+        )
     except Exception as e:  # noqa: BLE001 - a broken report must still leave a report
-        report = {"rank": a.rank, "state": "error" if state == "done" else state,
-                  "error": f"{error or ''}\nreport failed: {type(e).__name__}: {e}\n{traceback.format_exc()}",
-                  "stop_reason": getattr(loop, "stop_reason", None)}
+        report = {
+            "rank": a.rank,
+            "state": "error" if state == "done" else state,
+            "error": f"{error or ''}\nreport failed: {type(e).__name__}: {e}\n{traceback.format_exc()}",
+            "stop_reason": getattr(loop, "stop_reason", None),
+        }
     with open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.json"), "w") as f:
         json.dump(report, f, indent=1)
     board.set(F.STATE, State.DONE if state == "done" else State.ERROR)
@@ -271,5 +326,3 @@ def rank_main(a: RankArgs) -> None:
     sys.stdout.flush()
     # after a stop or an error the peers may be blocked on us: leave without waiting on gloo
     os._exit(0 if state == "done" else 3)
-
-

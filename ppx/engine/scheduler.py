@@ -16,8 +16,9 @@ from ppx.engine.cache.kv import KVCache
 
 
 class Scheduler:
-    def __init__(self, cache: KVCache, num_slots: int, chunk_size: int, max_batch: int,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self, cache: KVCache, num_slots: int, chunk_size: int, max_batch: int, device: str = "cpu"
+    ) -> None:
         self.cache, self.num_slots = cache, num_slots
         self.chunk_size, self.max_batch, self.device = chunk_size, max_batch, device
         self.waiting: deque[Req] = deque()
@@ -40,8 +41,11 @@ class Scheduler:
 
     @property
     def idle(self) -> bool:
-        return not self.waiting and self.chunked is None and not any(self.running) and not any(
-            b is not None for b in self.inflight
+        return (
+            not self.waiting
+            and self.chunked is None
+            and not any(self.running)
+            and not any(b is not None for b in self.inflight)
         )
 
     @property
@@ -98,8 +102,13 @@ class Scheduler:
                 else:
                     self.chunked = req
         self.locs[pass_id] = locs
-        batch = SlotBatch(slot, pass_id, mode, entries,
-                          incarnation={e.rid: self.reqs[e.rid].admit_seq for e in entries})
+        batch = SlotBatch(
+            slot,
+            pass_id,
+            mode,
+            entries,
+            incarnation={e.rid: self.reqs[e.rid].admit_seq for e in entries},
+        )
         self.inflight[slot] = batch
         return batch
 
@@ -124,8 +133,13 @@ class Scheduler:
             return torch.tensor(x, dtype=torch.int64, device=self.device)
 
         return ForwardInputs(
-            mode=batch.mode, positions=t(pos), qo_indptr=t(qo), prefix_lens=t(prefix),
-            req_rows=t(rows), out_cache_loc=t(self.locs[batch.pass_id]), sample_rows=t(sample),
+            mode=batch.mode,
+            positions=t(pos),
+            qo_indptr=t(qo),
+            prefix_lens=t(prefix),
+            req_rows=t(rows),
+            out_cache_loc=t(self.locs[batch.pass_id]),
+            sample_rows=t(sample),
             input_ids=t(ids) if first_stage else None,
         )
 

@@ -25,7 +25,9 @@ class TPPhase:
 
     def _bcast(self, t: torch.Tensor, pass_id: int) -> torch.Tensor:
         loop = self.loop
-        since = loop.board.block(Op.RECV, 0 if loop.rank else -1, Kind.TP, 0, pass_id, -1, int(t.numel()))
+        since = loop.board.block(
+            Op.RECV, 0 if loop.rank else -1, Kind.TP, 0, pass_id, -1, int(t.numel())
+        )
         dist.broadcast(t, 0)
         loop.board.unblock(Op.RECV, 0, Kind.TP, 0, pass_id, -1, since)
         return t
@@ -46,11 +48,15 @@ class TPPhase:
             req_flat = req_t[0] if req_t else torch.zeros(0, dtype=torch.int64)
             ent = codec.encode(batch.entries if batch else [])
             mode = codec.MODES[batch.mode] if batch else 0
-            head[:7] = torch.tensor([flags, pass_id, loop.epoch, mode, req_flat.numel(), ent.shape[0], ent.shape[1]])
+            head[:7] = torch.tensor(
+                [flags, pass_id, loop.epoch, mode, req_flat.numel(), ent.shape[0], ent.shape[1]]
+            )
         self._bcast(head, pass_id)
         flags, _, epoch, mode, n_req, rows, cols = head[:7].tolist()
         if epoch != loop.epoch:
-            loop.stop(f"epoch desync in the TP phase: rank0 epoch={epoch}, rank{loop.rank} epoch={loop.epoch}")
+            loop.stop(
+                f"epoch desync in the TP phase: rank0 epoch={epoch}, rank{loop.rank} epoch={loop.epoch}"
+            )
         payload = torch.zeros(n_req + rows * cols, dtype=torch.int64)
         if loop.is_first:
             payload = torch.cat([req_flat, ent.flatten()])
@@ -99,15 +105,23 @@ class TPPhase:
                 loop.board.add(F.RETRACTIONS)
                 if hasattr(loop.policy, "n"):
                     loop.policy.n["retractions"] += 1
-                loop.events.emit("retract", pass_id, 0, e.rid, loop.epoch,
-                                 f"rank{loop.rank} TP phase told={e.prefix_len} local={local}")
+                loop.events.emit(
+                    "retract",
+                    pass_id,
+                    0,
+                    e.rid,
+                    loop.epoch,
+                    f"rank{loop.rank} TP phase told={e.prefix_len} local={local}",
+                )
                 return None
         placed = []
         for e in entries:
             got = s.admit_entry(s.reqs[e.rid], e.prefix_len, e.extend_len)
             if got is None or got.extend_len != e.extend_len:
-                loop.stop(f"TP phase: rank{loop.rank} cannot execute rid={e.rid} "
-                          f"prefix_len={e.prefix_len} extend_len={e.extend_len}")
+                loop.stop(
+                    f"TP phase: rank{loop.rank} cannot execute rid={e.rid} "
+                    f"prefix_len={e.prefix_len} extend_len={e.extend_len}"
+                )
             placed.append(got)
         return s.place(placed, 0, pass_id, "prefill")
 

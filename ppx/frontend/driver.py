@@ -76,7 +76,11 @@ class Driver:
         got = 0
         while True:
             try:
-                batch = self.out_q.get(timeout=timeout) if timeout and not got else self.out_q.get_nowait()
+                batch = (
+                    self.out_q.get(timeout=timeout)
+                    if timeout and not got
+                    else self.out_q.get_nowait()
+                )
             except queue.Empty:
                 return got
             now = time.time()

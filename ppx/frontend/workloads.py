@@ -20,9 +20,14 @@ class Workload:
     def __init__(self, w, vocab: int, seed: int) -> None:
         self.w, self.vocab, self.seed = w, vocab, seed
         rng = random.Random(f"prefix/{seed}")
-        self.prefixes = [
-            [rng.randrange(1, vocab) for _ in range(w.prefix_len)] for _ in range(max(w.num_prefixes, 0))
-        ] if w.prefix_len > 0 else []
+        self.prefixes = (
+            [
+                [rng.randrange(1, vocab) for _ in range(w.prefix_len)]
+                for _ in range(max(w.num_prefixes, 0))
+            ]
+            if w.prefix_len > 0
+            else []
+        )
 
     def request(self, i: int) -> Request:
         rng = random.Random(f"req/{self.seed}/{i}")

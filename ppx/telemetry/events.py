@@ -13,11 +13,26 @@ class EventLog:
         self.rank, self.t0 = rank, t0
         self.counts: dict[str, int] = {}
 
-    def emit(self, kind: str, pass_id: int = -1, slot: int = -1, rid: int = -1, epoch: int = 0,
-             detail: str = "") -> None:
+    def emit(
+        self,
+        kind: str,
+        pass_id: int = -1,
+        slot: int = -1,
+        rid: int = -1,
+        epoch: int = 0,
+        detail: str = "",
+    ) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
-        row = {"t_s": round(time.time() - self.t0, 6), "rank": self.rank, "kind": kind,
-               "pass_id": pass_id, "slot": slot, "rid": rid, "epoch": epoch, "detail": detail}
+        row = {
+            "t_s": round(time.time() - self.t0, 6),
+            "rank": self.rank,
+            "kind": kind,
+            "pass_id": pass_id,
+            "slot": slot,
+            "rid": rid,
+            "epoch": epoch,
+            "detail": detail,
+        }
         self.f.write(json.dumps(row) + "\n")
 
     def close(self) -> None:

@@ -12,7 +12,9 @@ class Progress:
         self.t0 = time.time()
         self.last = self.t0
 
-    def maybe(self, served: int, tokens: int, flips: int, voids: int, inflight: int, status: str) -> None:
+    def maybe(
+        self, served: int, tokens: int, flips: int, voids: int, inflight: int, status: str
+    ) -> None:
         now = time.time()
         if now - self.last < self.every_s or now - self.t0 < 2.0:
             return

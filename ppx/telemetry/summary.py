@@ -6,8 +6,18 @@ import statistics
 
 from ppx.telemetry.events import read_events
 
-GROUP_COUNTERS = ["flips", "voids", "retractions", "refusals", "stops", "guard_floors_learned",
-                  "guard_clamps", "unresolved", "retracted_at_flip", "reprefill_tokens"]
+GROUP_COUNTERS = [
+    "flips",
+    "voids",
+    "retractions",
+    "refusals",
+    "stops",
+    "guard_floors_learned",
+    "guard_clamps",
+    "unresolved",
+    "retracted_at_flip",
+    "reprefill_tokens",
+]
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -20,21 +30,42 @@ def _pct(values: list[float], q: float) -> float | None:
 
 def choices_of(cfg, exp: str | None) -> dict:
     e = cfg.engine
-    return {"exp": exp, "pp": int(cfg.pp), "tp": int(cfg.tp), "seed": int(cfg.seed), "device": str(cfg.device),
-            "model": cfg.model.name, "workload": cfg.workload.name, "admission": e.admission.name,
-            "ordering": e.ordering.name, "guard": e.guard.name, "kernels": e.kernels.name,
-            "flip": cfg.flip.name, "faults": cfg.faults.name, "readiness": bool(e.readiness)}
+    return {
+        "exp": exp,
+        "pp": int(cfg.pp),
+        "tp": int(cfg.tp),
+        "seed": int(cfg.seed),
+        "device": str(cfg.device),
+        "model": cfg.model.name,
+        "workload": cfg.workload.name,
+        "admission": e.admission.name,
+        "ordering": e.ordering.name,
+        "guard": e.guard.name,
+        "kernels": e.kernels.name,
+        "flip": cfg.flip.name,
+        "faults": cfg.faults.name,
+        "readiness": bool(e.readiness),
+    }
 
 
 def request_rows(driver) -> list[dict]:
     rows = []
     for rec in driver.records.values():
-        rows.append({
-            "rid": rec.req.rid, "prompt_len": len(rec.req.prompt), "output_len": len(rec.output),
-            "output_ids": list(rec.output), "ttft_ms": rec.ttft_ms, "itl_ms": rec.itl_ms,
-            "outcome": rec.outcome, "reason": rec.reason, "submit_t_s": rec.submit_t - driver.t0,
-            "finish_t_s": (rec.token_t[-1] - driver.t0) if rec.token_t else None, "cached_tokens": rec.cached,
-        })
+        rows.append(
+            {
+                "rid": rec.req.rid,
+                "prompt_len": len(rec.req.prompt),
+                "output_len": len(rec.output),
+                "output_ids": list(rec.output),
+                "ttft_ms": rec.ttft_ms,
+                "itl_ms": rec.itl_ms,
+                "outcome": rec.outcome,
+                "reason": rec.reason,
+                "submit_t_s": rec.submit_t - driver.t0,
+                "finish_t_s": (rec.token_t[-1] - driver.t0) if rec.token_t else None,
+                "cached_tokens": rec.cached,
+            }
+        )
     return rows
 
 
@@ -47,8 +78,17 @@ def collect_events(run_dir: str, world: int) -> list[dict]:
     return sorted(rows, key=lambda e: e["t_s"])
 
 
-def build(cfg, exp, run_dir, outcome: dict, driver, reports: dict, mismatches: list, wall_s: float,
-          extra: dict | None = None) -> dict:
+def build(
+    cfg,
+    exp,
+    run_dir,
+    outcome: dict,
+    driver,
+    reports: dict,
+    mismatches: list,
+    wall_s: float,
+    extra: dict | None = None,
+) -> dict:
     world = int(cfg.pp)
     recs = list(driver.records.values())
     served = [r for r in recs if r.outcome == "served"]
@@ -56,12 +96,23 @@ def build(cfg, exp, run_dir, outcome: dict, driver, reports: dict, mismatches: l
     window = (driver.last_token_t - t_start) if driver.last_token_t else None
     rep0 = reports.get(0) or {}
     per_rank: dict[str, list] = {}
-    for k in GROUP_COUNTERS + ["cached_tokens", "prefill_tokens", "evictions", "ledger_violations", "pool_tokens"]:
-        per_rank[k] = [(reports.get(r) or {}).get(k, (reports.get(r) or {}).get("counters", {}).get(k, 0))
-                       for r in range(world)]
+    for k in GROUP_COUNTERS + [
+        "cached_tokens",
+        "prefill_tokens",
+        "evictions",
+        "ledger_violations",
+        "pool_tokens",
+    ]:
+        per_rank[k] = [
+            (reports.get(r) or {}).get(k, (reports.get(r) or {}).get("counters", {}).get(k, 0))
+            for r in range(world)
+        ]
     s = {
-        "verdict": outcome["verdict"], "reason": outcome["reason"],
-        "submitted": len(recs), "served": len(served), "refused": driver.count("refused"),
+        "verdict": outcome["verdict"],
+        "reason": outcome["reason"],
+        "submitted": len(recs),
+        "served": len(served),
+        "refused": driver.count("refused"),
         "lost": driver.count("lost"),
         "out_tok_s": round(driver.tokens / window, 2) if window else None,
         "prefill_tok_s": round(rep0.get("prefill_tokens", 0) / window, 2) if window else None,
@@ -73,11 +124,19 @@ def build(cfg, exp, run_dir, outcome: dict, driver, reports: dict, mismatches: l
         "oracle_mismatches": len(mismatches),
         "oracle_first": [str(m) for m in mismatches[:5]],
         "ledger_violations": sum(per_rank["ledger_violations"]),
-        "passes": None, "wall_s": round(wall_s, 3), "max_inflight": outcome.get("max_inflight"),
+        "passes": outcome.get("passes"),
+        "wall_s": round(wall_s, 3),
+        "max_inflight": outcome.get("max_inflight"),
+        "boot_s": outcome.get("boot_s"),
+        "first_token_s": round(driver.first_token_t - driver.t0 + outcome["boot_s"], 3)
+        if driver.first_token_t and outcome.get("boot_s") is not None
+        else None,
         "cycle": (outcome.get("postmortem") or {}).get("cycle"),
         "blocked_on": (outcome.get("postmortem") or {}).get("blocked_on"),
-        "cutover_ms_p50": None, "cutover_ms_max": None,
-        "run_id": run_dir.rstrip("/").split("/")[-1], "run_dir": run_dir,
+        "cutover_ms_p50": None,
+        "cutover_ms_max": None,
+        "run_id": run_dir.rstrip("/").split("/")[-1],
+        "run_dir": run_dir,
         "study": cfg.logger.group,
         "choices": choices_of(cfg, exp),
     }

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 
 
-def log_run(cfg, run_dir: str, summary: dict, metrics: list[dict], events: list[dict], resolved: dict) -> str | None:
+def log_run(
+    cfg, run_dir: str, summary: dict, metrics: list[dict], events: list[dict], resolved: dict
+) -> str | None:
     lg = cfg.logger
     if lg.name == "none" or lg.mode == "disabled":
         return None
@@ -21,18 +23,38 @@ def log_run(cfg, run_dir: str, summary: dict, metrics: list[dict], events: list[
     run = None
     try:
         run = wandb.init(
-            project=lg.project, entity=lg.entity, mode=lg.mode, dir=run_dir,
+            project=lg.project,
+            entity=lg.entity,
+            mode=lg.mode,
+            dir=run_dir,
             group=lg.group or summary.get("study") or choices.get("exp") or "adhoc",
-            job_type="supervisor", config=resolved, tags=[t[:64] for t in tags],
+            job_type="supervisor",
+            config=resolved,
+            tags=[t[:64] for t in tags],
             name=os.path.basename(run_dir.rstrip("/")),
             settings=wandb.Settings(console="off", x_disable_stats=True),
         )
         for row in metrics:
             if row["rank"] == -1:
-                run.log({f"group/{k}": row[k] for k in ("tokens", "finished", "voids", "flips",
-                                                        "retractions", "out_tok_s", "passes")} | {"t_s": row["t_s"]})
+                run.log(
+                    {
+                        f"group/{k}": row[k]
+                        for k in (
+                            "tokens",
+                            "finished",
+                            "voids",
+                            "flips",
+                            "retractions",
+                            "out_tok_s",
+                            "passes",
+                        )
+                    }
+                    | {"t_s": row["t_s"]}
+                )
         if events:
-            table = wandb.Table(columns=list(events[0].keys()), data=[list(e.values()) for e in events[:2000]])
+            table = wandb.Table(
+                columns=list(events[0].keys()), data=[list(e.values()) for e in events[:2000]]
+            )
             run.log({"events": table})
         for k, v in summary.items():
             if isinstance(v, (int, float, str, bool)) or v is None:

@@ -44,8 +44,12 @@ def capture_stacks(procs: list, pm_dir: str) -> None:
         if not p.is_alive():
             continue
         try:
-            out = subprocess.run([spy, "dump", "--native", "--pid", str(p.pid)], capture_output=True,
-                                 text=True, timeout=5)
+            out = subprocess.run(
+                [spy, "dump", "--native", "--pid", str(p.pid)],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            )
             with open(os.path.join(pm_dir, "stacks", f"rank{r}.pyspy.txt"), "w") as f:
                 f.write(out.stdout or out.stderr)
         except (subprocess.SubprocessError, OSError) as e:  # not permitted here: say so
@@ -60,16 +64,32 @@ def draw(g: dict, cycle: list[dict] | None, path: str, title: str) -> None:
     import matplotlib.pyplot as plt
 
     n = max(len(g["nodes"]), 1)
-    pos = {r: (math.cos(2 * math.pi * r / n + math.pi / 2), math.sin(2 * math.pi * r / n + math.pi / 2))
-           for r in g["nodes"]}
+    pos = {
+        r: (
+            math.cos(2 * math.pi * r / n + math.pi / 2),
+            math.sin(2 * math.pi * r / n + math.pi / 2),
+        )
+        for r in g["nodes"]
+    }
     in_cycle = {(e["src"], e["dst"]) for e in cycle or []}
     fig, ax = plt.subplots(figsize=(5, 5))
     for e in g["edges"]:
         (x0, y0), (x1, y1) = pos[e["src"]], pos[e["dst"]]
         color = "crimson" if (e["src"], e["dst"]) in in_cycle else "gray"
-        ax.annotate("", xy=(x1 * 0.82, y1 * 0.82), xytext=(x0 * 0.82, y0 * 0.82),
-                    arrowprops=dict(arrowstyle="-|>", color=color, lw=2, connectionstyle="arc3,rad=0.15"))
-        ax.text((x0 + x1) / 2 * 0.9, (y0 + y1) / 2 * 0.9, e["label"], fontsize=8, ha="center", color=color)
+        ax.annotate(
+            "",
+            xy=(x1 * 0.82, y1 * 0.82),
+            xytext=(x0 * 0.82, y0 * 0.82),
+            arrowprops=dict(arrowstyle="-|>", color=color, lw=2, connectionstyle="arc3,rad=0.15"),
+        )
+        ax.text(
+            (x0 + x1) / 2 * 0.9,
+            (y0 + y1) / 2 * 0.9,
+            e["label"],
+            fontsize=8,
+            ha="center",
+            color=color,
+        )
     for r, (x, y) in pos.items():
         ax.add_patch(plt.Circle((x, y), 0.16, color="steelblue"))
         ax.text(x, y, f"rank{r}", ha="center", va="center", color="white", fontsize=9)
@@ -82,8 +102,15 @@ def draw(g: dict, cycle: list[dict] | None, path: str, title: str) -> None:
     plt.close(fig)
 
 
-def write(run_dir: str, board: Board, procs: list, verdict: str, t0_mono_ns: int, t0: float,
-          capture: bool = True) -> dict:
+def write(
+    run_dir: str,
+    board: Board,
+    procs: list,
+    verdict: str,
+    t0_mono_ns: int,
+    t0: float,
+    capture: bool = True,
+) -> dict:
     """Everything a researcher needs to explain the death; returns {cycle, blocked_on}."""
     pm = os.path.join(run_dir, "postmortem")
     os.makedirs(os.path.join(pm, "stacks"), exist_ok=True)
@@ -100,8 +127,10 @@ def write(run_dir: str, board: Board, procs: list, verdict: str, t0_mono_ns: int
     with open(os.path.join(pm, "cycle.txt"), "w") as f:
         f.write((text or "no cycle") + "\n")
     draw(g, cyc, os.path.join(pm, "waitfor.png"), f"{verdict}: {text or 'no cycle'}")
-    last = {f"rank{r}": read_events(os.path.join(run_dir, "ranks", f"rank{r}.events.jsonl"))[-20:]
-            for r in range(board.world)}
+    last = {
+        f"rank{r}": read_events(os.path.join(run_dir, "ranks", f"rank{r}.events.jsonl"))[-20:]
+        for r in range(board.world)
+    }
     with open(os.path.join(pm, "last_events.json"), "w") as f:
         json.dump(last, f, indent=1)
     ledgers = {}
@@ -114,7 +143,9 @@ def write(run_dir: str, board: Board, procs: list, verdict: str, t0_mono_ns: int
     with open(os.path.join(pm, "ledger.json"), "w") as f:
         json.dump(ledgers, f, indent=1)
     ops = [o for r in range(board.world) for o in board.ops(r)]
-    df = pd.DataFrame(ops, columns=["t_ns", "rank", "op", "peer", "kind", "slot", "pass_id", "seq", "dur_s"])
+    df = pd.DataFrame(
+        ops, columns=["t_ns", "rank", "op", "peer", "kind", "slot", "pass_id", "seq", "dur_s"]
+    )
     df["t_s"] = (df["t_ns"] - t0_mono_ns) / 1e9
     df.drop(columns=["t_ns"]).to_parquet(os.path.join(pm, "ops.parquet"), index=False)
     return {"cycle": text, "blocked_on": records}

@@ -14,7 +14,13 @@ def graph(records: list[dict | None]) -> dict:
     """Each blocked rank waits on exactly one peer: an edge rank -> peer labelled op/kind."""
     nodes = list(range(len(records)))
     edges = [
-        {"src": r["rank"], "dst": r["peer"], "label": edge_label(r), "pass_id": r["pass_id"], "seq": r["seq"]}
+        {
+            "src": r["rank"],
+            "dst": r["peer"],
+            "label": edge_label(r),
+            "pass_id": r["pass_id"],
+            "seq": r["seq"],
+        }
         for r in records
         if r is not None and r["peer"] >= 0
     ]
@@ -54,8 +60,15 @@ def mismatch(records: list[dict | None]) -> str | None:
         if rb is None or rb["peer"] != a or ra["kind"] != rb["kind"]:
             continue
         if ra["op"] == "recv" and rb["op"] in ("flush", "send") and ra["seq"] != rb["seq"]:
-            return (f"rank{a} waits {ra['kind']} seq={ra['seq']} from rank{rb['rank']}, "
-                    f"which is sending seq={rb['seq']}")
-        if ra["op"] == "recv" and rb["op"] == "recv" and ra["width"] != rb["width"] and ra["width"] >= 0 <= rb["width"]:
+            return (
+                f"rank{a} waits {ra['kind']} seq={ra['seq']} from rank{rb['rank']}, "
+                f"which is sending seq={rb['seq']}"
+            )
+        if (
+            ra["op"] == "recv"
+            and rb["op"] == "recv"
+            and ra["width"] != rb["width"]
+            and ra["width"] >= 0 <= rb["width"]
+        ):
             return f"rank{a} and rank{rb['rank']} both receive {ra['kind']} with widths {ra['width']} != {rb['width']}"
     return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from ppx.engine.board import F, Board, Op, State
+from ppx.engine.board import Board, F, Op, State
 
 
 class Watchdog:
@@ -55,7 +55,10 @@ class Watchdog:
         recs = self.blocked()
         # every rank blocked, and blocked for the whole window (a rank that blocked a moment
         # ago may be about to be served: boot, a slow peer)
-        waiting = [r is not None and r["op"] != Op.COMPUTE.label and r["since_s"] >= self.stall_s for r in recs]
+        waiting = [
+            r is not None and r["op"] != Op.COMPUTE.label and r["since_s"] >= self.stall_s
+            for r in recs
+        ]
         if all(waiting):
             return "wedged"
         self.status = "straggler"

@@ -5,13 +5,20 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ppx.engine.kernels.testing import assert_kernel_close, make_decode_case, make_extend_case, make_req_to_token
+from ppx.engine.kernels.testing import (
+    assert_kernel_close,
+    make_decode_case,
+    make_extend_case,
+    make_req_to_token,
+)
 
 GQA = [(4, 4), (4, 2), (8, 2)]
 
 
 @pytest.mark.parametrize("heads", GQA)
-@pytest.mark.parametrize("ext,pre", [([5, 0, 37, 1], [0, 12, 18, 3]), ([9, 33], [0, 0]), ([3, 20], [40, 1])])
+@pytest.mark.parametrize(
+    "ext,pre", [([5, 0, 37, 1], [0, 12, 18, 3]), ([9, 33], [0, 0]), ([3, 20], [40, 1])]
+)
 def test_batched_extend_matches_reference(ref, batched, heads, ext, pre):
     case = make_extend_case(ext, pre, *heads, head_dim=16, dtype=torch.float32)
     out = batched.extend_attention(*case.args())

@@ -16,13 +16,19 @@ MODE_NAMES = {v: k for k, v in MODES.items()}
 
 
 def encode(entries: list[Entry], extra: list[list[int]] | None = None) -> torch.Tensor:
-    rows = [[e.rid, e.prefix_len, e.extend_len, int(e.final)] + (extra[i] if extra else [])
-            for i, e in enumerate(entries)]
+    rows = [
+        [e.rid, e.prefix_len, e.extend_len, int(e.final)] + (extra[i] if extra else [])
+        for i, e in enumerate(entries)
+    ]
     width = len(COLUMNS) + (len(extra[0]) if extra else 0)
     return torch.tensor(rows, dtype=torch.int64).reshape(len(rows), width)
 
 
 def decode(t: torch.Tensor) -> list[Entry]:
     if t.dim() != 2 or (t.numel() and t.shape[1] < len(COLUMNS)):
-        raise ValueError(f"decision tensor of shape {tuple(t.shape)}: need >= {len(COLUMNS)} columns")
-    return [Entry(int(r[0]), int(r[1]), int(r[2]), bool(r[3])) for r in t[:, : len(COLUMNS)].tolist()]
+        raise ValueError(
+            f"decision tensor of shape {tuple(t.shape)}: need >= {len(COLUMNS)} columns"
+        )
+    return [
+        Entry(int(r[0]), int(r[1]), int(r[2]), bool(r[3])) for r in t[:, : len(COLUMNS)].tolist()
+    ]

@@ -43,9 +43,15 @@ class DecisionPolicy(Policy):
             p.batch = self.local_prefill(p.slot, p.pass_id)
             b = p.batch
             mode = codec.MODES[b.mode] if b is not None else codec.MODES["none"]
-            p.decision = Message(Kind.DECISION, p.slot, p.pass_id, self.loop.epoch, aux=(mode,),
-                                 flags=Flag.HAS_ENTRIES if b is not None else 0,
-                                 tensors=[codec.encode(b.entries if b else [])])
+            p.decision = Message(
+                Kind.DECISION,
+                p.slot,
+                p.pass_id,
+                self.loop.epoch,
+                aux=(mode,),
+                flags=Flag.HAS_ENTRIES if b is not None else 0,
+                tensors=[codec.encode(b.entries if b else [])],
+            )
         elif p.decision is not None:
             self.apply(p)
 
@@ -62,11 +68,22 @@ class DecisionPolicy(Policy):
             return
         p.decision = loop.ch.recv(loop.prev, Kind.DECISION, p.slot, p.pass_id)
         if p.decision.pass_id != p.pass_id:
-            loop.stop(f"decision for pass {p.decision.pass_id} arrived at rank{loop.rank} pass {p.pass_id}", p)
+            loop.stop(
+                f"decision for pass {p.decision.pass_id} arrived at rank{loop.rank} pass {p.pass_id}",
+                p,
+            )
         if loop.is_last and p.decision.flags & Flag.HAS_ENTRIES and loop.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
-            loop.ch.send(0, Message(Kind.LAP, p.slot, p.pass_id, loop.epoch,
-                                    aux=(len(codec.decode(p.decision.tensors[0])),)))
+            loop.ch.send(
+                0,
+                Message(
+                    Kind.LAP,
+                    p.slot,
+                    p.pass_id,
+                    loop.epoch,
+                    aux=(len(codec.decode(p.decision.tensors[0])),),
+                ),
+            )
         if p.scheduled:
             self.apply(p)
 
@@ -98,19 +115,26 @@ class DecisionPolicy(Policy):
         if mode == "decode":
             mine = {r.rid for r in s.running[p.slot]}
             if {e.rid for e in entries} - mine:
-                loop.stop(f"decode membership: rank{loop.rank} slot={p.slot} told {sorted(e.rid for e in entries)}"
-                          f" but runs {sorted(mine)}", p)
+                loop.stop(
+                    f"decode membership: rank{loop.rank} slot={p.slot} told {sorted(e.rid for e in entries)}"
+                    f" but runs {sorted(mine)}",
+                    p,
+                )
             p.batch = s.place(entries, p.slot, p.pass_id, "decode")
             return
         obs = []
         for e in entries:
             req = s.reqs.get(e.rid)
             if req is None:
-                loop.stop(f"decision names rid {e.rid} unknown to rank{loop.rank} (pass {p.pass_id})", p)
+                loop.stop(
+                    f"decision names rid {e.rid} unknown to rank{loop.rank} (pass {p.pass_id})", p
+                )
             local = req.computed if req is s.chunked else self.local_match(req)
             if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
                 local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
-            ok = local != UNRESOLVED and (local == e.prefix_len if req is s.chunked else local >= e.prefix_len)
+            ok = local != UNRESOLVED and (
+                local == e.prefix_len if req is s.chunked else local >= e.prefix_len
+            )
             if ok and req is not s.chunked and not s.cache.can_admit(s.need_of(req, e.prefix_len)):
                 ok = False
             if not ok:
@@ -124,8 +148,11 @@ class DecisionPolicy(Policy):
             got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
             admitted.append(got)
             if got.extend_len != e.extend_len or got.final != e.final:
-                loop.stop(f"chunk geometry: rank{loop.rank} rid {e.rid} told extend {e.extend_len} "
-                          f"but would compute {got.extend_len}", p)
+                loop.stop(
+                    f"chunk geometry: rank{loop.rank} rid {e.rid} told extend {e.extend_len} "
+                    f"but would compute {got.extend_len}",
+                    p,
+                )
         p.batch = s.place(admitted, p.slot, p.pass_id, "prefill")
 
     def retract(self, p, entries, obs) -> None:
@@ -139,11 +166,22 @@ class DecisionPolicy(Policy):
         loop.board.add(F.RETRACTIONS, len(obs))
         if self.forwarded and self.on_refusal == "stop":
             self.n["stops"] += 1
-            loop.stop(f"forwarded refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
-                      f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}", p)
+            loop.stop(
+                f"forwarded refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
+                f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}",
+                p,
+            )
         incarnation = {e.rid: self.sched.reqs[e.rid].admit_seq for e in entries}
-        p.batch = SlotBatch(p.slot, p.pass_id, "prefill", entries, voided=True, placed=False,
-                            incarnation=incarnation, obs=obs)
+        p.batch = SlotBatch(
+            p.slot,
+            p.pass_id,
+            "prefill",
+            entries,
+            voided=True,
+            placed=False,
+            incarnation=incarnation,
+            obs=obs,
+        )
         self.sched.inflight[p.slot] = p.batch
 
     # -- the output ring: voids -----------------------------------------------------------
@@ -161,14 +199,23 @@ class DecisionPolicy(Policy):
         requeued = self.sched.void(batch)
         self.n["voids"] += 1
         loop.board.add(F.VOIDS)
-        loop.events.emit("void", p.pass_id, slot, obs[0][1] if obs else -1, loop.epoch,
-                         f"pass {batch.pass_id} requeued {[r.rid for r in requeued]} obs {obs}")
+        loop.events.emit(
+            "void",
+            p.pass_id,
+            slot,
+            obs[0][1] if obs else -1,
+            loop.epoch,
+            f"pass {batch.pass_id} requeued {[r.rid for r in requeued]} obs {obs}",
+        )
         if loop.is_first:
             self.void_streak.append(tuple(obs[0][1:]) if obs else (-1, -1, -1))
             if len(self.void_streak) >= self.livelock_passes:
                 pairs = sorted(set(self.void_streak))[:4]
-                loop.stop(f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
-                          f"served; (rid, told, local) repeating: {pairs}", p)
+                loop.stop(
+                    f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
+                    f"served; (rid, told, local) repeating: {pairs}",
+                    p,
+                )
         return True
 
     def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
@@ -179,8 +226,10 @@ class DecisionPolicy(Policy):
                 self.guard.learn(rid, req.tokens if req else [], told, local)
             self.void_streak.append(tuple(obs[0]))
             if len(self.void_streak) >= self.livelock_passes:
-                self.loop.stop(f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
-                               f"served (TP phase); (rid, told, local) repeating: {sorted(set(self.void_streak))[:4]}")
+                self.loop.stop(
+                    f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
+                    f"served (TP phase); (rid, told, local) repeating: {sorted(set(self.void_streak))[:4]}"
+                )
 
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)

@@ -32,7 +32,9 @@ class HostEntry:
 
 
 class HostTier:
-    def __init__(self, k_pool: list[torch.Tensor], v_pool: list[torch.Tensor], prefetch_s: float) -> None:
+    def __init__(
+        self, k_pool: list[torch.Tensor], v_pool: list[torch.Tensor], prefetch_s: float
+    ) -> None:
         self.k_pool, self.v_pool, self.prefetch_s = k_pool, v_pool, prefetch_s
         # keyed by the tokens before the leaf plus its first token (siblings differ there)
         self.entries: dict[tuple[int, ...], HostEntry] = {}
@@ -54,8 +56,12 @@ class HostTier:
         """Called by eviction before the slots are freed: copy their KV to the host."""
         idx = torch.tensor(slots, dtype=torch.int64)
         key = tuple(path[: start + 1])
-        self.entries[key] = HostEntry(tuple(path), start, [k[idx].to("cpu", copy=True) for k in self.k_pool],
-                                      [v[idx].to("cpu", copy=True) for v in self.v_pool])
+        self.entries[key] = HostEntry(
+            tuple(path),
+            start,
+            [k[idx].to("cpu", copy=True) for k in self.k_pool],
+            [v[idx].to("cpu", copy=True) for v in self.v_pool],
+        )
         self.saves += 1
 
     def pending_for(self, tokens: list[int], matched: int) -> bool:
@@ -70,13 +76,21 @@ class HostTier:
         if e is None:
             return False
         n = 0  # the part of the evicted leaf this request shares
-        while matched + n < min(len(e.path), len(tokens)) and e.path[matched + n] == tokens[matched + n]:
+        while (
+            matched + n < min(len(e.path), len(tokens))
+            and e.path[matched + n] == tokens[matched + n]
+        ):
             n += 1
         slots = alloc(n)
         if slots is None:
             return False  # no spare room: the prefix is recomputed instead
         del self.entries[key]
-        e.path, e.k, e.v, e.slots = e.path[: matched + n], [k[:n] for k in e.k], [v[:n] for v in e.v], slots
+        e.path, e.k, e.v, e.slots = (
+            e.path[: matched + n],
+            [k[:n] for k in e.k],
+            [v[:n] for v in e.v],
+            slots,
+        )
         self.loading[key] = e
         self.jobs.put(e)
         return True

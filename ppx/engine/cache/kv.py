@@ -14,9 +14,17 @@ from ppx.engine.cache.radix import RadixTree
 
 
 class KVCache:
-    def __init__(self, num_layers: int, pool_tokens: int, kv_heads: int, head_dim: int,
-                 max_reqs: int, max_context: int, device: str = "cpu",
-                 dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        num_layers: int,
+        pool_tokens: int,
+        kv_heads: int,
+        head_dim: int,
+        max_reqs: int,
+        max_context: int,
+        device: str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         self.pool_tokens, self.max_context = pool_tokens, max_context
         shape = (pool_tokens, kv_heads, head_dim)
         self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
@@ -144,7 +152,9 @@ class KVCache:
             dup = [s for s, t in zip(row[old:present], tree_slots[old:present]) if s != t]
             self.free += dup
             row[old:present] = tree_slots[old:present]
-            self.req_to_token[req.row, old:present] = torch.tensor(tree_slots[old:present], dtype=torch.int32)
+            self.req_to_token[req.row, old:present] = torch.tensor(
+                tree_slots[old:present], dtype=torch.int32
+            )
         _, node = self.tree.match(tokens)
         self.tree.lock(node)
         self.tree.unlock(req.node)
@@ -179,7 +189,12 @@ class KVCache:
         seen: dict[int, str] = {}
         violations: list[str] = []
         loading = self.host.loading_slots if self.host else []
-        for name, slots in (("free", free), ("tree", tree), ("request", owned), ("prefetch", loading)):
+        for name, slots in (
+            ("free", free),
+            ("tree", tree),
+            ("request", owned),
+            ("prefetch", loading),
+        ):
             for s in slots:
                 if s in seen:
                     violations.append(f"slot {s} both {seen[s]} and {name}")
@@ -187,5 +202,11 @@ class KVCache:
         missing = self.pool_tokens - len(seen)
         if missing:
             violations.append(f"{missing} slots owned by nobody")
-        return {"free": len(free), "tree": len(tree), "request": len(owned), "prefetch": len(loading),
-                "violations": violations[:20], "num_violations": len(violations)}
+        return {
+            "free": len(free),
+            "tree": len(tree),
+            "request": len(owned),
+            "prefetch": len(loading),
+            "violations": violations[:20],
+            "num_violations": len(violations),
+        }

@@ -13,8 +13,12 @@ import itertools
 class Node:
     __slots__ = ("children", "parent", "key", "value", "lock", "stamp")
 
-    def __init__(self, parent: Node | None = None, key: list[int] | None = None,
-                 value: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        parent: Node | None = None,
+        key: list[int] | None = None,
+        value: list[int] | None = None,
+    ) -> None:
         self.children: dict[int, Node] = {}
         self.parent = parent
         self.key: list[int] = key or []

@@ -11,7 +11,9 @@ import torch
 from torch import Tensor
 
 
-def build_kv_indices(req_to_token: Tensor, req_rows: Tensor, kv_lens: Tensor) -> tuple[Tensor, Tensor]:
+def build_kv_indices(
+    req_to_token: Tensor, req_rows: Tensor, kv_lens: Tensor
+) -> tuple[Tensor, Tensor]:
     lens = kv_lens.to(torch.int64)
     indptr = torch.zeros(lens.numel() + 1, dtype=torch.int64, device=lens.device)
     indptr[1:] = torch.cumsum(lens, 0)
@@ -36,8 +38,15 @@ def _softmax_attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float)
     return out.reshape(b, m, nh, d)
 
 
-def decode_attention(q: Tensor, k_pool: Tensor, v_pool: Tensor, kv_indptr: Tensor, kv_indices: Tensor,
-                     scale: float, num_splits: int = 4) -> Tensor:
+def decode_attention(
+    q: Tensor,
+    k_pool: Tensor,
+    v_pool: Tensor,
+    kv_indptr: Tensor,
+    kv_indices: Tensor,
+    scale: float,
+    num_splits: int = 4,
+) -> Tensor:
     del num_splits  # a triton tuning knob; the result does not depend on it
     lens = kv_indptr[1:] - kv_indptr[:-1]
     if q.shape[0] == 0 or int(lens.max()) == 0:
@@ -45,13 +54,24 @@ def decode_attention(q: Tensor, k_pool: Tensor, v_pool: Tensor, kv_indptr: Tenso
     width = int(lens.max())
     cols = torch.arange(width, device=q.device)
     valid = cols[None, :] < lens[:, None]
-    idx = kv_indices[(kv_indptr[:-1, None] + cols[None, :]).clamp(max=max(kv_indices.numel() - 1, 0))]
+    idx = kv_indices[
+        (kv_indptr[:-1, None] + cols[None, :]).clamp(max=max(kv_indices.numel() - 1, 0))
+    ]
     out = _softmax_attend(q[:, None], k_pool[idx], v_pool[idx], valid[:, None, :], scale)
     return out[:, 0].to(q.dtype)
 
 
-def extend_attention(q: Tensor, k_new: Tensor, v_new: Tensor, k_pool: Tensor, v_pool: Tensor,
-                     qo_indptr: Tensor, prefix_indptr: Tensor, prefix_indices: Tensor, scale: float) -> Tensor:
+def extend_attention(
+    q: Tensor,
+    k_new: Tensor,
+    v_new: Tensor,
+    k_pool: Tensor,
+    v_pool: Tensor,
+    qo_indptr: Tensor,
+    prefix_indptr: Tensor,
+    prefix_indices: Tensor,
+    scale: float,
+) -> Tensor:
     dev = q.device
     n_new = qo_indptr[1:] - qo_indptr[:-1]
     n_pre = prefix_indptr[1:] - prefix_indptr[:-1]
@@ -64,7 +84,9 @@ def extend_attention(q: Tensor, k_new: Tensor, v_new: Tensor, k_pool: Tensor, v_
     q_idx = (qo_indptr[:-1, None] + rows[None, :]).clamp(max=q.shape[0] - 1)
     is_pre = cols[None, :] < n_pre[:, None]  # [B, Kmax]
     is_new = ~is_pre & (cols[None, :] < (n_pre + n_new)[:, None])
-    pre_idx = (prefix_indptr[:-1, None] + cols[None, :]).clamp(max=max(prefix_indices.numel() - 1, 0))
+    pre_idx = (prefix_indptr[:-1, None] + cols[None, :]).clamp(
+        max=max(prefix_indices.numel() - 1, 0)
+    )
     new_idx = (qo_indptr[:-1, None] + cols[None, :] - n_pre[:, None]).clamp(0, q.shape[0] - 1)
     b = n_new.numel()
     keys = torch.zeros((b, kmax, *k_new.shape[1:]), dtype=k_new.dtype, device=dev)

@@ -18,9 +18,19 @@ class StageModel:
     `wo` and `w_down` produce partial sums over the shard's heads / MLP columns.
     """
 
-    def __init__(self, d: Dims, seed: int, first_layer: int, last_layer: int, kernels,
-                 device: str = "cpu", dtype: torch.dtype = torch.float32,
-                 tp_rank: int = 0, tp_size: int = 1, all_reduce=None) -> None:
+    def __init__(
+        self,
+        d: Dims,
+        seed: int,
+        first_layer: int,
+        last_layer: int,
+        kernels,
+        device: str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        tp_rank: int = 0,
+        tp_size: int = 1,
+        all_reduce=None,
+    ) -> None:
         self.d, self.k, self.device, self.dtype = d, kernels, device, dtype
         self.first_layer, self.last_layer = first_layer, last_layer
         self.is_first, self.is_last = first_layer == 0, last_layer == d.layers
@@ -28,7 +38,10 @@ class StageModel:
         self.local_heads, self.local_kv_heads = d.heads // tp_size, d.kv_heads // tp_size
         to = dict(device=device, dtype=dtype)
         self.layers = [
-            {n: t.to(**to) for n, t in W.shard_layer(W.layer_weights(seed, i, d), d, tp_rank, tp_size).items()}
+            {
+                n: t.to(**to)
+                for n, t in W.shard_layer(W.layer_weights(seed, i, d), d, tp_rank, tp_size).items()
+            }
             for i in range(first_layer, last_layer)
         ]
         for w in self.layers:  # fused projections: one matmul for q/k/v, one for gate/up
@@ -48,15 +61,22 @@ class StageModel:
         return self.all_reduce(x) if self.tp_size > 1 else x
 
     @torch.inference_mode()
-    def forward(self, fi: ForwardInputs, k_pool: list[torch.Tensor], v_pool: list[torch.Tensor],
-                req_to_token: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        fi: ForwardInputs,
+        k_pool: list[torch.Tensor],
+        v_pool: list[torch.Tensor],
+        req_to_token: torch.Tensor,
+    ) -> torch.Tensor:
         """Returns hidden states [T, H], or sampled token ids [B'] on the last stage."""
         d, k = self.d, self.k
         x = self.embed[fi.input_ids] if self.is_first else fi.hidden.to(self.dtype)
         hd, nh, nkv = d.head_dim, self.local_heads, self.local_kv_heads
         scale = hd**-0.5
         if fi.mode == "prefill":
-            prefix_indptr, prefix_idx = k.build_kv_indices(req_to_token, fi.req_rows, fi.prefix_lens)
+            prefix_indptr, prefix_idx = k.build_kv_indices(
+                req_to_token, fi.req_rows, fi.prefix_lens
+            )
         else:  # decode reads the whole sequence, the new token's KV included (written first)
             kv_indptr, kv_idx = k.build_kv_indices(req_to_token, fi.req_rows, fi.prefix_lens + 1)
         for li, w in enumerate(self.layers):
@@ -66,7 +86,9 @@ class StageModel:
             q, kk = k.rope(q, kk, fi.positions, d.rope_theta)
             kp, vp = k_pool[li], v_pool[li]
             if fi.mode == "prefill":
-                o = k.extend_attention(q, kk, v, kp, vp, fi.qo_indptr, prefix_indptr, prefix_idx, scale)
+                o = k.extend_attention(
+                    q, kk, v, kp, vp, fi.qo_indptr, prefix_indptr, prefix_idx, scale
+                )
                 kp[fi.out_cache_loc] = kk.to(kp.dtype)
                 vp[fi.out_cache_loc] = v.to(vp.dtype)
             else:

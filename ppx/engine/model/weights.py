@@ -74,7 +74,9 @@ def head(seed: int, d: Dims) -> tuple[torch.Tensor, torch.Tensor]:
     return norm, lm
 
 
-def shard_layer(w: dict[str, torch.Tensor], d: Dims, tp_rank: int, tp_size: int) -> dict[str, torch.Tensor]:
+def shard_layer(
+    w: dict[str, torch.Tensor], d: Dims, tp_rank: int, tp_size: int
+) -> dict[str, torch.Tensor]:
     """Slice one layer for a TP shard: heads (and KV heads) and MLP columns; the row-parallel
     outputs (wo, w_down) are partial sums that the caller all-reduces."""
     if tp_size == 1:
