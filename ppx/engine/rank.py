@@ -22,16 +22,13 @@ from ppx.config import dims_of, pool_sizes
 from ppx.core import Flag, Kind, Message, StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import Board, F, RankBoard, State
-from ppx.engine.cache.host import HostTier
-from ppx.engine.cache.kv import KVCache
 from ppx.engine.channels import Channels
 from ppx.engine.flip import FlipControl, chain_flags
 from ppx.engine.intake import Intake
 from ppx.engine.kernels.registry import get_kernels
 from ppx.engine.loop import PassState, PassSteps, parse_ordering
-from ppx.engine.model.llama import StageModel
-from ppx.engine.scheduler import Scheduler
-from ppx.engine.tp_phase import TPPhase, all_reducer
+from ppx.engine.plan import switch_plan
+from ppx.engine.tp_phase import TPPhase
 from ppx.engine.transport.gloo import GlooTransport
 from ppx.telemetry.events import EventLog
 
@@ -82,8 +79,8 @@ class RankLoop(PassSteps):
         self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
         self.kernels = get_kernels(cfg.engine.kernels.name)
         self.pools = pool_sizes(cfg)
-        self.models: dict[str, StageModel] = {}
-        self.hosts: dict[str, HostTier] = {}
+        self.models: dict = {}  # phase -> StageModel
+        self.hosts: dict = {}  # phase -> HostTier
         self.steps = parse_ordering(list(cfg.engine.ordering.steps))
         self.sched = None
         self.phase = cfg.flip.start_phase if cfg.flip.enabled else "pp"
@@ -97,65 +94,8 @@ class RankLoop(PassSteps):
         self.to_relay: Message | None = None
         self.stop_reason: str | None = None
 
-    # -- execution plans -----------------------------------------------------------------
     def switch_plan(self, phase: str) -> None:
-        """Build (or reuse) the model for `phase`, a fresh KV cache for its layout, and a
-        scheduler that inherits every request (residents were re-queued by the cutover)."""
-        cfg, d, world, r = self.cfg, self.dims, self.world, self.rank
-        if phase not in self.models:
-            if phase == "pp":
-                per = d.layers // world
-                self.models[phase] = StageModel(
-                    d, cfg.seed, r * per, (r + 1) * per, self.kernels, cfg.device, self.dtype
-                )
-            else:
-                self.models[phase] = StageModel(
-                    d,
-                    cfg.seed,
-                    0,
-                    d.layers,
-                    self.kernels,
-                    cfg.device,
-                    self.dtype,
-                    tp_rank=r,
-                    tp_size=world,
-                    all_reduce=all_reducer(self),
-                )
-        self.model = self.models[phase]
-        kv_heads = d.kv_heads if phase == "pp" else d.kv_heads // world
-        e = cfg.engine
-        self.cache = KVCache(
-            self.model.num_layers,
-            self.pools[r],
-            kv_heads,
-            d.head_dim,
-            e.max_reqs,
-            cfg.model.max_context,
-            cfg.device,
-            self.dtype,
-        )
-        if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
-            ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
-            if phase not in self.hosts:
-                self.hosts[phase] = HostTier(self.cache.k, self.cache.v, float(ms[r]) / 1e3)
-            self.hosts[phase].rebind(self.cache.k, self.cache.v)
-            self.cache.host = self.hosts[phase]
-        if self.is_first and (phase == "tp" or e.admission.name != "rank_local"):
-            self.cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
-        old = self.sched
-        self.num_slots = world if phase == "pp" else 1
-        self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, cfg.device)
-        self.sched.lifo = cfg.faults.lifo_rank == r
-        if old is not None:
-            self.sched.waiting, self.sched.reqs = old.waiting, old.reqs
-            self.sched.cached_tokens, self.sched.prefill_tokens = (
-                old.cached_tokens,
-                old.prefill_tokens,
-            )
-        if getattr(self, "policy", None) is not None:
-            self.policy.sched = self.sched
-        self.phase = phase
-        self.board.set(F.PHASE, 0 if phase == "pp" else 1)
+        switch_plan(self, phase)
 
     # -- hooks used by the steps ---------------------------------------------------------
     def chain_aux(self, p: PassState) -> tuple[int, ...]:
