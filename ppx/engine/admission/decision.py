@@ -43,14 +43,18 @@ class DecisionPolicy(Policy):
             p.batch = self.local_prefill(p.slot, p.pass_id)
             b = p.batch
             mode = codec.MODES[b.mode] if b is not None else codec.MODES["none"]
+            # only a prefill decision carries entries; a decode pass's membership is the
+            # slot's running set on every rank, so it travels as a count and a checksum
+            # in the header (the message still exists every pass)
+            rids = b.rids if b is not None else []
             p.decision = Message(
                 Kind.DECISION,
                 p.slot,
                 p.pass_id,
                 self.loop.epoch,
-                aux=(mode,),
-                flags=Flag.HAS_ENTRIES if b is not None else 0,
-                tensors=[codec.encode(b.entries if b else [])],
+                aux=(mode, len(rids), sum(rids) & 0x7FFFFFFF),
+                flags=Flag.HAS_ENTRIES if mode == codec.MODES["prefill"] else 0,
+                tensors=[codec.encode(b.entries)] if mode == codec.MODES["prefill"] else [],
             )
         elif p.decision is not None:
             self.apply(p)
@@ -75,14 +79,7 @@ class DecisionPolicy(Policy):
         if loop.is_last and p.decision.flags & Flag.HAS_ENTRIES and loop.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
             loop.ch.send(
-                0,
-                Message(
-                    Kind.LAP,
-                    p.slot,
-                    p.pass_id,
-                    loop.epoch,
-                    aux=(len(codec.decode(p.decision.tensors[0])),),
-                ),
+                0, Message(Kind.LAP, p.slot, p.pass_id, loop.epoch, aux=(p.decision.aux[1],))
             )
         if p.scheduled:
             self.apply(p)
@@ -107,21 +104,22 @@ class DecisionPolicy(Policy):
         """Form this follower's batch from the decision (after both the chain and the decision
         of this pass are in)."""
         loop, s = self.loop, self.sched
-        entries = codec.decode(p.decision.tensors[0])
         mode = codec.MODE_NAMES[p.decision.aux[0]]
         if mode == "none":
             p.batch = None
             return
         if mode == "decode":
-            mine = {r.rid for r in s.running[p.slot]}
-            if {e.rid for e in entries} - mine:
+            entries = s.decode_entries(p.slot)
+            n, checksum = p.decision.aux[1], p.decision.aux[2]
+            if (len(entries), sum(e.rid for e in entries) & 0x7FFFFFFF) != (n, checksum):
                 loop.stop(
-                    f"decode membership: rank{loop.rank} slot={p.slot} told {sorted(e.rid for e in entries)}"
-                    f" but runs {sorted(mine)}",
+                    f"decode membership: rank{loop.rank} slot={p.slot} told {n} requests "
+                    f"(rid sum {checksum}) but runs {sorted(e.rid for e in entries)}",
                     p,
                 )
             p.batch = s.place(entries, p.slot, p.pass_id, "decode")
             return
+        entries = codec.decode(p.decision.tensors[0])
         obs = []
         for e in entries:
             req = s.reqs.get(e.rid)
