@@ -211,6 +211,8 @@ class Supervisor:
                 )
                 if v == "dead_peer":
                     verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
+                elif v == "mismatch":
+                    verdict, reason = v, f"channel mismatch: {wd.mismatch}"
                 elif v == "wedged":
                     held = min(b["since_s"] for b in wd.blocked() if b)
                     verdict, reason = (

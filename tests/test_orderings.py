@@ -4,19 +4,27 @@ its reference commit describes; decision_first serves; the watchdog has no false
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from ppx_helpers import ROOT, run_ppx
 
 SMALL = ["workload.num_requests=6", "workload.max_new=4", "watch.stall_s=3"]
 
+
+def shape(cycle: str) -> str:
+    """The cycle's ranks and channel operations; the slot is wherever the first request
+    landed, which depends on when it arrived."""
+    return re.sub(r" slot=\d+", "", cycle)
+
+
 WEDGES = {
     # f31fd5e: rank 0 flushes the chain before the decision; followers wait for the decision
-    "flush_before_decision": "rank0 -[flush chain]-> rank1 -[recv decision slot=0]-> rank0",
+    "flush_before_decision": "rank0 -[flush chain]-> rank1 -[recv decision]-> rank0",
     # before sgl-project#796: rank 0 blocks on the lap of a decision it has not sent
-    "blocking_lap": "rank0 -[recv lap slot=0]-> rank2 -[recv decision slot=0]-> rank1 -[recv decision slot=0]-> rank0",
+    "blocking_lap": "rank0 -[recv lap]-> rank2 -[recv decision]-> rank1 -[recv decision]-> rank0",
     # before sgl-project#795: the proxy crossing completes before the decision is sent
-    "decision_after_launch": "rank0 -[flush proxy]-> rank1 -[recv decision slot=0]-> rank0",
+    "decision_after_launch": "rank0 -[flush proxy]-> rank1 -[recv decision]-> rank0",
 }
 
 
@@ -24,7 +32,7 @@ WEDGES = {
 def test_historical_ordering_wedges_with_its_cycle(engine, ordering):
     s, run_dir = engine("pp=3", "engine/admission=decision", f"engine/ordering={ordering}", *SMALL)
     assert s["verdict"] == "wedged"
-    assert s["cycle"] == WEDGES[ordering]
+    assert shape(s["cycle"]) == WEDGES[ordering]
     pm = os.path.join(run_dir, "postmortem")
     for f in (
         "cycle.txt",
@@ -38,7 +46,7 @@ def test_historical_ordering_wedges_with_its_cycle(engine, ordering):
         "stacks/rank2.txt",
     ):
         assert os.path.exists(os.path.join(pm, f)), f
-    assert open(os.path.join(pm, "cycle.txt")).read().strip() == WEDGES[ordering]
+    assert open(os.path.join(pm, "cycle.txt")).read().strip() == s["cycle"]
     # the post-mortem was taken within stall_s + 3 s of the moment the last rank blocked
     # (since_s is read when the post-mortem starts), and written right after
     assert min(b["since_s"] for b in s["blocked_on"]) < 3 + 3

@@ -56,6 +56,14 @@ def log_run(
                 columns=list(events[0].keys()), data=[list(e.values()) for e in events[:2000]]
             )
             run.log({"events": table})
+        png = os.path.join(run_dir, "postmortem", "waitfor.png")
+        if os.path.exists(png):  # the post-mortem: the drawn wait-for graph and the cycle
+            run.log(
+                {
+                    "postmortem/waitfor": wandb.Image(png),
+                    "postmortem/cycle": summary.get("cycle") or "no cycle",
+                }
+            )
         for k, v in summary.items():
             if isinstance(v, (int, float, str, bool)) or v is None:
                 run.summary[k] = v

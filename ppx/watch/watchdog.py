@@ -20,6 +20,7 @@ class Watchdog:
         self.last_sig: tuple | None = None
         self.last_progress = time.monotonic()
         self.status = "ok"
+        self.mismatch: str | None = None
 
     def progress_signature(self, extra: tuple) -> tuple:
         b = self.board
@@ -60,7 +61,9 @@ class Watchdog:
             for r in recs
         ]
         if all(waiting):
-            return "wedged"
+            # both ends on one channel, disagreeing on seq or width: a protocol mismatch
+            self.mismatch = mismatch(recs)
+            return "mismatch" if self.mismatch else "wedged"
         self.status = "straggler"
         return None
 
