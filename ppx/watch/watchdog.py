@@ -12,6 +12,7 @@ import os
 import time
 
 from ppx.engine.board import Board, F, Op, State
+from ppx.watch.waitfor import mismatch
 
 
 class Watchdog:
