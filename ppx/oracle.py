@@ -48,11 +48,3 @@ class Oracle:
             if margin > self.tol:
                 out.append(Mismatch(rid, t, int(best[t]), int(got[t]), margin))
         return out
-
-    def first_divergence_ok(self, prompt: list[int], a: list[int], b: list[int]) -> bool:
-        """Two runs' tokens for one prompt: equal, or they part at a reference near-tie."""
-        n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
-        if n is None:
-            return len(a) == len(b)
-        row = self.ref.logits(prompt + a[:n])[-1]
-        return abs(float(row[a[n]] - row[b[n]])) <= self.tol

@@ -10,7 +10,6 @@ import signal
 import socket
 import time
 
-from ppx.config import dims_of
 from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
@@ -276,7 +275,3 @@ class Supervisor:
             if q is not None:
                 q.cancel_join_thread()
                 q.close()
-
-    @property
-    def dims(self):
-        return dims_of(self.cfg)

@@ -110,10 +110,6 @@ class Channels:
                 Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1, since
             )
 
-    def flush_sends_of(self, kind: Kind, pass_id: int = -1) -> None:
-        self.flush([kind], pass_id)
-
-    # -- receive side --------------------------------------------------------------------
     def _read_header(self, src: int) -> tuple[Message, list]:
         buf = torch.empty(HEADER_LEN, dtype=torch.int64)
         self.t.recv(src, 0, buf)

@@ -76,7 +76,7 @@ class PassSteps:
                 idle=self.sched.idle and not self.to_relay and not self.flip.draining
             )
             flags |= self.chain_flags(p)
-            msg = chain_message(reqs, flags, p.slot, p.pass_id, self.epoch, self.chain_aux(p))
+            msg = chain_message(reqs, flags, p.slot, p.pass_id, self.epoch)
         else:
             msg = self.ch.recv(self.prev, Kind.CHAIN, p.slot, p.pass_id)
             reqs, flags = decode_requests(msg), msg.flags

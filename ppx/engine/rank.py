@@ -98,9 +98,6 @@ class RankLoop(PassSteps):
         switch_plan(self, phase)
 
     # -- hooks used by the steps ---------------------------------------------------------
-    def chain_aux(self, p: PassState) -> tuple[int, ...]:
-        return ()
-
     def chain_flags(self, p: PassState) -> int:
         return chain_flags(self, p.pass_id)
 
