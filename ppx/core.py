@@ -98,6 +98,7 @@ class Entry:
     prefix_len: int
     extend_len: int
     final: bool  # this chunk completes the prefill (the request samples a token)
+    continues: bool = False  # the next chunk of a prefill already under way (not an admission)
 
     @property
     def end(self) -> int:

@@ -95,3 +95,23 @@ def test_the_flip_is_a_trigger(engine):
     assert calm["verdict"] == "served"
     flipped, _ = engine(*host, *FLIPS)
     assert flipped["verdict"] in ("wedged", "stopped")
+
+
+def test_flips_with_host_loads_and_the_guard_serve(engine):
+    # this run used to crash one time in two: after a retracted first chunk, rank 1 admitted
+    # the continuation afresh (its host load had landed) and the ranks' states parted
+    s, _ = engine(
+        "pp=2",
+        *LOAD,
+        "engine/admission=decision",
+        "engine/ordering=decision_first",
+        "engine/guard=rid",
+        "engine.kv.host_tier=true",
+        "engine.kv.prefetch_ms=[1,200]",
+        "flip=every_40_passes",
+        "flip.every_passes=20",
+        "workload.prompt_min=40",
+        "workload.prompt_max=90",
+    )
+    assert s["verdict"] == "served", s["reason"]
+    assert s["flips"] >= 2 and s["oracle_mismatches"] == 0 and s["ledger_violations"] == 0

@@ -58,10 +58,12 @@ def test_unresolved_is_counted_not_measured_and_the_defer_cap_escalates():
 
 
 def test_codec_roundtrip_and_a_narrow_reader_decodes_a_wider_row():
-    entries = [Entry(3, 10, 5, True), Entry(8, 0, 64, False)]
+    entries = [Entry(3, 10, 5, True), Entry(8, 64, 64, False, continues=True)]
     assert codec.decode(codec.encode(entries)) == entries
     wide = codec.encode(entries, extra=[[77, 1], [78, 2]])  # a newer writer added columns
-    assert wide.shape == (2, 6) and codec.decode(wide) == entries
+    assert wide.shape == (2, 7) and codec.decode(wide) == entries
+    older = codec.encode(entries)[:, :4]  # a writer from before `continues`
+    assert [e.continues for e in codec.decode(older)] == [False, False]
     assert codec.decode(codec.encode([])) == []
 
 

@@ -7,12 +7,16 @@ cache (and keeps one host tier per layout, so KV saved in a phase reloads in tha
 
 from __future__ import annotations
 
+import os
+
 from ppx.engine.board import F
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.model.llama import StageModel
 from ppx.engine.scheduler import Scheduler
 from ppx.engine.tp_phase import all_reducer
+
+DEBUG = os.environ.get("PPX_DEBUG") == "1"
 
 
 def switch_plan(self, phase: str) -> None:
@@ -63,6 +67,17 @@ def switch_plan(self, phase: str) -> None:
     self.num_slots = world if phase == "pp" else 1
     self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, cfg.device)
     self.sched.lifo = cfg.faults.lifo_rank == r
+    if DEBUG:
+        import traceback
+
+        def trace(msg: str, loop=self) -> None:
+            where = " < ".join(f"{f.name}" for f in traceback.extract_stack(limit=6)[:-2][::-1])
+            print(
+                f"[trace rank{loop.rank} pass {loop.board.f[F.PASS]} {loop.phase}] {msg}  ({where})",
+                flush=True,
+            )
+
+        self.sched.trace = trace
     if old is not None:
         self.sched.waiting, self.sched.reqs = old.waiting, old.reqs
         self.sched.cached_tokens, self.sched.prefill_tokens = (

@@ -31,6 +31,7 @@ class Scheduler:
         self.cached_tokens = 0
         self.paused = False  # a flip is draining: nothing new is scheduled
         self.lifo = False  # faults.lifo_rank: this rank scans its queue newest-first
+        self.trace = None  # PPX_DEBUG=1: a callable that logs request moves
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
 
     # -- queue ----------------------------------------------------------------------------
@@ -78,12 +79,15 @@ class Scheduler:
         if req is not self.chunked:
             if not self.cache.can_admit(self.need_of(req, prefix_len)):
                 return None
+            if self.trace is not None:
+                self.trace(f"admit rid={req.rid} prefix={prefix_len}")
             self.cache.admit(req, prefix_len, self.need_of(req, prefix_len))
             self.cached_tokens += prefix_len
             self.admitted.append((req.rid, prefix_len))
             self.waiting.remove(req)
         extend = min(req.seq_len - req.computed, budget)
-        return Entry(req.rid, req.computed, extend, final=req.computed + extend == req.seq_len)
+        final = req.computed + extend == req.seq_len
+        return Entry(req.rid, req.computed, extend, final, continues=req is self.chunked)
 
     def place(self, entries: list[Entry], slot: int, pass_id: int, mode: str) -> SlotBatch | None:
         """Allocate KV for the entries, update the chunked pointer, record the batch."""
@@ -204,6 +208,10 @@ class Scheduler:
                 b.rolled.add(req.rid)
 
     def requeue(self, req: Req) -> None:
+        if self.trace is not None:
+            self.trace(
+                f"requeue rid={req.rid} row={req.row} slot={req.slot} computed={req.computed}"
+            )
         if req.slot >= 0 and req in self.running[req.slot]:
             self.running[req.slot].remove(req)
         if self.chunked is req:

@@ -97,10 +97,12 @@ class TPPhase:
             return s.place(entries, 0, pass_id, "decode")
         for e in entries:
             req = s.reqs[e.rid]
-            if req is s.chunked:
+            if req is s.chunked and e.continues:
                 continue
-            local = s.cache.match(req.tokens)
-            if local < e.prefix_len and s.cache.tree_match(req.tokens) < e.prefix_len:
+            local = s.cache.match(req.tokens) if not e.continues else 0
+            if e.continues != (req is s.chunked) or (
+                local < e.prefix_len and s.cache.tree_match(req.tokens) < e.prefix_len
+            ):
                 obs[loop.rank] = torch.tensor([1, e.rid, e.prefix_len, local])
                 loop.board.add(F.RETRACTIONS)
                 if hasattr(loop.policy, "n"):

@@ -127,6 +127,14 @@ class DecisionPolicy(Policy):
                 loop.stop(
                     f"decision names rid {e.rid} unknown to rank{loop.rank} (pass {p.pass_id})", p
                 )
+            if e.continues != (req is s.chunked):
+                # the continuation path obeys the decision too: a chunk that continues a
+                # prefill this rank never started (or a fresh admission of what this rank has
+                # mid-prefill) is a divergence, reported with what this rank holds
+                obs.append(
+                    [loop.rank, e.rid, e.prefix_len, req.computed if req is s.chunked else 0]
+                )
+                continue
             local = req.computed if req is s.chunked else self.local_match(req)
             if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
                 local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
