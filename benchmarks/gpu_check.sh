@@ -37,4 +37,13 @@ fi
 echo "--- $summary ---"
 cat "$summary"
 echo
+
+step "extra: one GPU per rank over NCCL (needs >= 2 GPUs)"
+ngpu=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')
+if (( ngpu >= 2 )); then
+    "$PYTHON" -m ppx.run +exp=smoke pp=2 device=cuda engine.transport=nccl logger=none \
+        hydra.run.dir=outputs/gpu_check/nccl
+else
+    echo "gpu_check: only $ngpu GPU here: the NCCL per-rank path needs one GPU per rank (not run)"
+fi
 echo "gpu_check: OK"

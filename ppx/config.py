@@ -88,6 +88,7 @@ class EngineCfg:
     readiness: bool = False
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
+    transport: str = "gloo"  # gloo | nccl (one GPU per rank: payloads over NCCL)
     width_check: str = "fingerprint"  # fingerprint (rows + rids/extend lengths) | rows
 
 
@@ -263,6 +264,16 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(
             f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop"
         )
+    if merged.engine.transport not in ("gloo", "nccl"):
+        raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl")
+    if merged.engine.transport == "nccl":
+        import torch
+
+        if not str(merged.device).startswith("cuda") or torch.cuda.device_count() < pp:
+            raise ConfigError(
+                f"engine.transport=nccl needs device=cuda and one CUDA device per rank "
+                f"(pp={pp}, found {torch.cuda.device_count()})"
+            )
     if merged.engine.width_check not in ("fingerprint", "rows"):
         raise ConfigError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
     if merged.engine.guard.name not in ("off", "rid", "prefix"):

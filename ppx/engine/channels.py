@@ -88,11 +88,12 @@ class Channels:
         if dst == self.rank:  # pp=1 loopback: the output ring wraps onto itself
             self.inbox[(dst, int(msg.kind))].append((msg, None))
             return
-        cpu = [t.detach().to("cpu").contiguous() for t in msg.tensors]
-        for t in cpu:  # payload before header: a read header always has its payload posted
+        where = self.t.payload_device
+        payload = [t.detach().to(where).contiguous() for t in msg.tensors]
+        for t in payload:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
         self.pending[key].append(
-            self.t.isend(dst, 0, encode_header(Message(**{**msg.__dict__, "tensors": cpu})))
+            self.t.isend(dst, 0, encode_header(Message(**{**msg.__dict__, "tensors": payload})))
         )
 
     def flush(self, kinds: list[Kind] | None = None, pass_id: int = -1) -> None:
@@ -118,7 +119,7 @@ class Channels:
     def _pull(self, src: int, msg: Message, metas) -> Message:
         if metas is not None:
             for dtype, shape in metas:
-                out = torch.empty(shape, dtype=dtype)
+                out = torch.empty(shape, dtype=dtype, device=self.t.payload_device)
                 self.t.recv(src, 1 + int(msg.kind), out)
                 msg.tensors.append(out if self.device == "cpu" else out.to(self.device))
         self.board.consumed[src, msg.kind] += 1

@@ -27,7 +27,7 @@ def switch_plan(self, phase: str) -> None:
         if phase == "pp":
             per = d.layers // world
             self.models[phase] = StageModel(
-                d, cfg.seed, r * per, (r + 1) * per, self.kernels, cfg.device, self.dtype
+                d, cfg.seed, r * per, (r + 1) * per, self.kernels, self.device, self.dtype
             )
         else:
             self.models[phase] = StageModel(
@@ -36,7 +36,7 @@ def switch_plan(self, phase: str) -> None:
                 0,
                 d.layers,
                 self.kernels,
-                cfg.device,
+                self.device,
                 self.dtype,
                 tp_rank=r,
                 tp_size=world,
@@ -52,7 +52,7 @@ def switch_plan(self, phase: str) -> None:
         d.head_dim,
         e.max_reqs,
         cfg.model.max_context,
-        cfg.device,
+        self.device,
         self.dtype,
     )
     if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
@@ -65,7 +65,7 @@ def switch_plan(self, phase: str) -> None:
         self.cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
     old = self.sched
     self.num_slots = world if phase == "pp" else 1
-    self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, cfg.device)
+    self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, self.device)
     self.sched.lifo = cfg.faults.lifo_rank == r
     if DEBUG:
         import traceback

@@ -70,8 +70,16 @@ class RankLoop(PassSteps):
         self.events = EventLog(
             os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl"), a.rank, a.t0
         )
-        self.t = GlooTransport(a.rank, a.world, a.port)
-        self.ch = Channels(a.rank, a.world, self.t, self.board, cfg.device)
+        if cfg.engine.transport == "nccl":  # one GPU per rank
+            from ppx.engine.board import NUM_KINDS
+            from ppx.engine.transport.nccl import NcclTransport
+
+            self.t = NcclTransport(a.rank, a.world, a.port, NUM_KINDS)
+            self.device = self.t.payload_device
+        else:  # gloo; with device=cuda the ranks share one GPU and tensors cross via the host
+            self.t = GlooTransport(a.rank, a.world, a.port)
+            self.device = str(cfg.device)
+        self.ch = Channels(a.rank, a.world, self.t, self.board, self.device)
         if cfg.engine.readiness:
             self.ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
         if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):

@@ -17,6 +17,7 @@ import torch.distributed as dist
 class GlooTransport:
     def __init__(self, rank: int, world: int, port: int, host: str = "127.0.0.1") -> None:
         self.rank, self.world = rank, world
+        self.payload_device = "cpu"  # where payload tensors travel from (nccl: this rank's GPU)
         dist.init_process_group(
             "gloo",
             init_method=f"tcp://{host}:{port}",
