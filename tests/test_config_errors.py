@@ -15,7 +15,10 @@ CASES = [
     (["+engine.kv.bogus=1"], "bogus"),
     (["engine.kv.pool_per_rank=[64,64]", "pp=3"], "pool_per_rank has 2 entries for pp=3"),
     (["engine.ordering.steps=[chain,schedule,lanuch,output,flush]"], "lanuch"),
-    (["engine.transport=nccl"], "engine.transport=nccl needs device=cuda and one CUDA device per rank"),
+    (
+        ["engine.transport=nccl"],
+        "engine.transport=nccl needs device=cuda and one CUDA device per rank",
+    ),
 ]
 
 
