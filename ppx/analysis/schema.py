@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ppx.telemetry.summary import GROUP_COUNTERS
+
 # Ordered from "good" to "bad" so sorted legends and grids read naturally.
 VERDICTS: tuple[str, ...] = (
     "served",
@@ -56,6 +58,7 @@ CHOICE_KEYS: tuple[str, ...] = (
 CHOICE_INT = ("pp", "tp", "seed")
 CHOICE_BOOL = ("readiness",)
 
+# the group counters are named once, where summary.json is written
 SUMMARY_INT: tuple[str, ...] = (
     "submitted",
     "served",
@@ -64,16 +67,7 @@ SUMMARY_INT: tuple[str, ...] = (
     "cached_tokens",
     "oracle_mismatches",
     "ledger_violations",
-    "flips",
-    "voids",
-    "retractions",
-    "refusals",
-    "stops",
-    "guard_floors_learned",
-    "guard_clamps",
-    "unresolved",
-    "retracted_at_flip",
-    "reprefill_tokens",
+    *GROUP_COUNTERS,
     "passes",
 )
 SUMMARY_FLOAT: tuple[str, ...] = (

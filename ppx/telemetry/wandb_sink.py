@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from ppx.telemetry.store import METRIC_COLUMNS
+
 
 def log_run(
     cfg, run_dir: str, summary: dict, metrics: list[dict], events: list[dict], resolved: dict
@@ -39,15 +41,8 @@ def log_run(
                 run.log(
                     {
                         f"group/{k}": row[k]
-                        for k in (
-                            "tokens",
-                            "finished",
-                            "voids",
-                            "flips",
-                            "retractions",
-                            "out_tok_s",
-                            "passes",
-                        )
+                        for k in METRIC_COLUMNS
+                        if k not in ("t_s", "rank", "phase", "epoch")
                     }
                     | {"t_s": row["t_s"]}
                 )

@@ -11,6 +11,7 @@ Two backends share one interface:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,12 +49,10 @@ def reference_kernels() -> Kernels:
 
 
 def _torch_kernels() -> Kernels:
-    from ppx.engine.kernels import torch_batched, torch_ref
+    from ppx.engine.kernels import torch_batched
 
-    return Kernels(
-        rms_norm=torch_ref.rms_norm,
-        rope=torch_ref.rope,
-        silu_and_mul=torch_ref.silu_and_mul,
+    return dataclasses.replace(
+        reference_kernels(),
         build_kv_indices=torch_batched.build_kv_indices,
         extend_attention=torch_batched.extend_attention,
         decode_attention=torch_batched.decode_attention,
