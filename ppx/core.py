@@ -37,7 +37,6 @@ class Flag(enum.IntFlag):
     VOID = 1  # the pass ran nowhere; keeps the output ring matched
     SHUTDOWN = 2  # chain: every rank leaves the loop after this pass
     FLIP = 4  # chain: a phase flip starts at this pass
-    STOP = 8  # chain/decision: a named stop; the run ends
     HAS_ENTRIES = 16
 
 
@@ -155,10 +154,6 @@ class Message:
     flags: int = 0
     aux: tuple[int, ...] = ()  # small integers (<= 4) riding in the header
     tensors: list[torch.Tensor] = field(default_factory=list)
-
-    @property
-    def has_payload(self) -> bool:
-        return bool(self.tensors)
 
     @property
     def num_tensors(self) -> int:

@@ -14,7 +14,6 @@ import time
 
 import torch
 
-from ppx.core import Flag
 from ppx.engine.board import F, Op
 
 PHASES = ("pp", "tp")
@@ -138,8 +137,3 @@ class FlipControl:
             "reprefill_tokens": self.reprefill_tokens,
             "cutover_ms": [round(x, 3) for x in ms],
         }
-
-
-def chain_flags(loop, pass_id: int) -> int:
-    """Rank 0 in the PP phase: the FLIP bit rides this pass's chain when a flip is due."""
-    return Flag.FLIP if loop.flip.due(pass_id) else 0

@@ -75,7 +75,8 @@ class PassSteps:
             reqs, flags = self.intake.take(
                 idle=self.sched.idle and not self.to_relay and not self.flip.draining
             )
-            flags |= self.chain_flags(p)
+            # only rank 0 reads the flip clock; the others learn the flip from this chain
+            flags |= Flag.FLIP if self.flip.due(p.pass_id) else 0
             msg = chain_message(reqs, flags, p.slot, p.pass_id, self.epoch)
         else:
             msg = self.ch.recv(self.prev, Kind.CHAIN, p.slot, p.pass_id)

@@ -23,7 +23,7 @@ from ppx.core import Flag, Kind, Message, StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.channels import Channels
-from ppx.engine.flip import FlipControl, chain_flags
+from ppx.engine.flip import FlipControl
 from ppx.engine.intake import Intake
 from ppx.engine.kernels.registry import get_kernels
 from ppx.engine.loop import PassState, PassSteps, parse_ordering
@@ -106,9 +106,6 @@ class RankLoop(PassSteps):
         switch_plan(self, phase)
 
     # -- hooks used by the steps ---------------------------------------------------------
-    def chain_flags(self, p: PassState) -> int:
-        return chain_flags(self, p.pass_id)
-
     def on_chain(self, p: PassState, msg: Message) -> None:
         """Control riding the chain: a flip announced at this pass, on every rank at once."""
         if msg.flags & Flag.FLIP:

@@ -54,12 +54,14 @@ class Scheduler:
         return sum(b is not None for b in self.inflight)
 
     def limbo(self) -> list[int]:
-        """Requests that are nowhere: neither waiting, chunked, running nor in a batch in
-        flight (a debugging invariant: PPX_DEBUG=1 checks it after every pass)."""
+        """Requests that are nowhere (neither waiting, chunked, running nor in a batch in
+        flight) or queued twice: a debugging invariant PPX_DEBUG=1 checks after every pass."""
         held = {r.rid for r in self.waiting} | {r.rid for slot in self.running for r in slot}
         held |= {self.chunked.rid} if self.chunked else set()
         held |= {e.rid for b in self.inflight if b is not None for e in b.entries}
-        return sorted(set(self.reqs) - held)
+        queued = [r.rid for r in self.waiting] + ([self.chunked.rid] if self.chunked else [])
+        twice = {rid for rid in queued if queued.count(rid) > 1}
+        return sorted((set(self.reqs) - held) | twice)
 
     # -- forming batches ------------------------------------------------------------------
     def need_of(self, req: Req, prefix_len: int) -> int:
@@ -69,9 +71,7 @@ class Scheduler:
     def candidates(self) -> list[Req]:
         """Prefill candidates in order: the chunked continuation first, then FIFO."""
         head = [self.chunked] if self.chunked is not None else []
-        out = head + (list(reversed(self.waiting)) if self.lifo else list(self.waiting))
-        assert len({r.rid for r in out}) == len(out), f"duplicate candidates {[r.rid for r in out]}"
-        return out
+        return head + (list(reversed(self.waiting)) if self.lifo else list(self.waiting))
 
     def admit_entry(self, req: Req, prefix_len: int, budget: int) -> Entry | None:
         """Admit `req` (if new) with `prefix_len` from the tree and take up to `budget` new

@@ -65,6 +65,12 @@ RED = [
 ]
 
 
+def _run_mini(exps, out) -> int:
+    return main(
+        ["mini", "--experiments", str(exps), "--out", str(out), "--poll", "0.05", "--no-plots"]
+    )
+
+
 def _study(expect, **extra) -> object:
     data = {
         "question": "Does flushing first wedge?",
@@ -199,40 +205,12 @@ def test_cli_green_with_fake_engine(tmp_path, fake_engine, capsys) -> None:
 
 def test_cli_red_and_crashed_cell(tmp_path, fake_engine, capsys) -> None:
     exps = _write_study(tmp_path, GREEN[:1] + RED[:1])
-    assert (
-        main(
-            [
-                "mini",
-                "--experiments",
-                str(exps),
-                "--out",
-                str(tmp_path / "o1"),
-                "--poll",
-                "0.05",
-                "--no-plots",
-            ]
-        )
-        == 1
-    )
+    assert _run_mini(exps, tmp_path / "o1") == 1
     out = capsys.readouterr().out
     assert "NOT MET" in out and "FAIL" in out
     sweep = {"engine/ordering": ["decision_first"], "faults": ["none", "crash"]}
     exps = _write_study(tmp_path, [{"when": {}, "verdict": "served"}], sweep=sweep)
-    assert (
-        main(
-            [
-                "mini",
-                "--experiments",
-                str(exps),
-                "--out",
-                str(tmp_path / "o2"),
-                "--poll",
-                "0.05",
-                "--no-plots",
-            ]
-        )
-        == 1
-    )
+    assert _run_mini(exps, tmp_path / "o2") == 1
     out = capsys.readouterr().out
     assert "failed" in out and "MISSING  cell engine/ordering=decision_first faults=crash" in out
     assert "exited 1" in out
