@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ppx.engine.model.weights import Dims
+from ppx.engine.shapes import dims_of, pool_sizes  # noqa: F401 - re-exported for callers
 
 
 @dataclass
@@ -88,7 +88,7 @@ class EngineCfg:
     readiness: bool = False
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
-    transport: str = "gloo"  # gloo | nccl (one GPU per rank: payloads over NCCL)
+    transport: str = "gloo"  # gloo | nccl (one GPU per rank) | sim (one process, deterministic)
     width_check: str = "fingerprint"  # fingerprint (rows + rids/extend lengths) | rows
 
 
@@ -139,6 +139,23 @@ class WatchCfg:
 
 
 @dataclass
+class ExploreCfg:
+    """The simulator's knobs (engine.transport=sim) and the explorer's (python -m ppx.explore)."""
+
+    name: str = "default"
+    strategy: str = "random"  # random | pct | dfs | replay
+    seed: int = 0  # the schedule seed (schedule i of an exploration uses seed + i)
+    schedules: int = 100  # how many schedules `ppx.explore` runs
+    depth: int = 3  # pct: the bug depth d
+    horizon: int = 20000  # pct: choice points over which change points are drawn
+    bound: int = 0  # dfs: branch only at the first `bound` choice points (required, > 0)
+    replay: str | None = None  # a schedule.txt to replay (strategy replay)
+    step_us: float = 200.0  # virtual time one scheduling step takes
+    max_steps: int = 2_000_000  # a run longer than this ends `timeout`
+    batch: int = 25  # ppx.explore: one progress line per this many schedules
+
+
+@dataclass
 class PPXConfig:
     pp: int = 3
     tp: int = 1
@@ -151,6 +168,7 @@ class PPXConfig:
     faults: FaultsCfg = field(default_factory=FaultsCfg)
     logger: LoggerCfg = field(default_factory=LoggerCfg)
     watch: WatchCfg = field(default_factory=WatchCfg)
+    explore: ExploreCfg = field(default_factory=ExploreCfg)
 
 
 GROUP_SCHEMAS = {
@@ -164,6 +182,7 @@ GROUP_SCHEMAS = {
     "faults": FaultsCfg,
     "logger": LoggerCfg,
     "watch": WatchCfg,
+    "explore": ExploreCfg,
 }
 
 
@@ -264,8 +283,9 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(
             f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop"
         )
-    if merged.engine.transport not in ("gloo", "nccl"):
-        raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl")
+    if merged.engine.transport not in ("gloo", "nccl", "sim"):
+        raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl | sim")
+    validate_explore(merged)
     if merged.engine.transport == "nccl":
         import torch
 
@@ -298,24 +318,33 @@ def validate(cfg: DictConfig) -> DictConfig:
     return merged
 
 
-def dims_of(cfg) -> Dims:
-    m = cfg.model
-    return Dims(
-        m.vocab,
-        m.hidden,
-        m.layers,
-        m.heads,
-        m.kv_heads,
-        m.intermediate,
-        float(m.rope_theta),
-        float(m.eps),
-        float(m.logit_scale),
-    )
+def validate_explore(merged: DictConfig) -> None:
+    """The simulator's knobs; a replay file is checked against this very config."""
+    from ppx.sim.strategy import STRATEGIES
 
+    x = merged.explore
+    if x.strategy not in STRATEGIES:
+        raise ConfigError(f"explore.strategy={x.strategy!r}: {' | '.join(STRATEGIES)}")
+    if x.strategy == "dfs" and x.bound <= 0:
+        raise ConfigError("explore.strategy=dfs needs a bound: explore.bound=N (choice points)")
+    if x.strategy == "pct" and x.depth < 1:
+        raise ConfigError(f"explore.depth={x.depth}: pct needs a bug depth >= 1")
+    if x.schedules <= 0 or x.step_us <= 0 or x.max_steps <= 0:
+        raise ConfigError(
+            "explore.schedules, explore.step_us and explore.max_steps must be positive"
+        )
+    if x.replay is not None:
+        if merged.engine.transport != "sim":
+            raise ConfigError("explore.replay needs engine.transport=sim")
+        from ppx.sim.schedule import ScheduleError, config_hash, load
 
-def pool_sizes(cfg) -> list[int]:
-    ppr = cfg.engine.kv.pool_per_rank
-    sizes = list(ppr) if ppr is not None else [int(cfg.engine.kv.pool_tokens)] * int(cfg.pp)
-    if 0 <= cfg.faults.pool_rank < len(sizes):
-        sizes[cfg.faults.pool_rank] = int(cfg.faults.pool_tokens)
-    return sizes
+        try:
+            sch = load(x.replay)
+        except ScheduleError as e:
+            raise ConfigError(str(e)) from None
+        if sch.config_hash != config_hash(merged):
+            raise ConfigError(
+                f"explore.replay={x.replay}: the schedule was recorded for another config "
+                f"(hash {sch.config_hash[:12]} != {config_hash(merged)[:12]}); replay it with "
+                f"the overrides in its header: {sch.overrides}"
+            )

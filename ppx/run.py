@@ -16,7 +16,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ppx.config import ConfigError, dims_of, validate
+from ppx.config import ConfigError, validate
+from ppx.engine.shapes import dims_of
 
 
 def check_tokens(cfg, driver) -> list:
@@ -33,19 +34,32 @@ def check_tokens(cfg, driver) -> list:
     return bad
 
 
-def execute(cfg: DictConfig, run_dir: str, exp: str | None) -> dict:
-    from ppx.supervisor import Supervisor
+def execute(
+    cfg: DictConfig, run_dir: str, exp: str | None, overrides: list[str] | None = None
+) -> dict:
     from ppx.telemetry import store, summary, wandb_sink
 
     resolved = OmegaConf.to_container(cfg, resolve=True)
     t0 = time.time()
-    sup = Supervisor(cfg, run_dir)
-    outcome = sup.run(resolved)
+    if cfg.engine.transport == "sim":
+        from ppx.sim.world import SimSupervisor
+
+        sup = SimSupervisor(cfg, run_dir)
+    else:
+        from ppx.supervisor import Supervisor
+
+        sup = Supervisor(cfg, run_dir)
+    outcome = sup.run()
+    if cfg.engine.transport == "sim":  # every simulated run can be replayed exactly
+        from ppx.sim.schedule import save_run
+
+        outcome["schedule"] = save_run(run_dir, cfg, overrides or [], sup, outcome["verdict"])
     mismatches = check_tokens(cfg, sup.driver)
     if outcome["verdict"] == "served" and mismatches:
         outcome["verdict"], outcome["reason"] = "mismatch", f"oracle: {mismatches[0]}"
+    extra = {k: outcome[k] for k in ("sim", "schedule") if k in outcome}
     s = summary.build(
-        cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0
+        cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0, extra
     )
     events = summary.collect_events(run_dir, int(cfg.pp))
     if outcome["verdict"] != "served":  # the supervisor's own event: how the run ended
@@ -80,7 +94,7 @@ def main(cfg: DictConfig) -> None:
     run_dir = hc.runtime.output_dir
     exp = hc.runtime.choices.get("exp")
     os.makedirs(run_dir, exist_ok=True)
-    s = execute(cfg, run_dir, exp)
+    s = execute(cfg, run_dir, exp, list(hc.overrides.task))
     line = (
         f"ppx: verdict={s['verdict']} served={s['served']}/{s['submitted']} refused={s['refused']} "
         f"lost={s['lost']} out_tok_s={s['out_tok_s']} oracle_mismatches={s['oracle_mismatches']} "
@@ -90,6 +104,8 @@ def main(cfg: DictConfig) -> None:
         line += f"\nppx: cycle: {s['cycle']}"
     if s["reason"]:
         line += f"\nppx: reason: {s['reason']}"
+    if s.get("schedule"):
+        line += f"\nppx: schedule {s['schedule']} (replay: add explore.replay={s['schedule']})"
     print(line + f"\nppx: run dir {run_dir}", flush=True)
     if hc.mode != RunMode.MULTIRUN and s["verdict"] != "served":
         sys.exit(1)

@@ -10,6 +10,8 @@ import signal
 import socket
 import time
 
+from omegaconf import OmegaConf
+
 from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
@@ -39,7 +41,7 @@ class Supervisor:
     def _on_signal(self, signum, frame) -> None:
         self.interrupted = True
 
-    def _spawn(self, cfg_dict: dict) -> None:
+    def _spawn(self, typed) -> None:
         # a joblib (loky) worker leaves a global start method its spawned children cannot
         # resolve; the ranks are plain spawn children
         if mp.get_start_method(allow_none=True) not in (None, "spawn", "fork", "forkserver"):
@@ -55,7 +57,7 @@ class Supervisor:
                 port,
                 self.run_dir,
                 self.board_path,
-                cfg_dict,
+                typed,
                 self.t0,
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
@@ -154,8 +156,9 @@ class Supervisor:
         )
         self.metrics.append(group)
 
-    def run(self, cfg_dict: dict) -> dict:
+    def run(self) -> dict:
         """Returns the raw outcome; the caller (run.py) writes the store."""
+        typed = OmegaConf.to_object(self.cfg)  # the ranks read the config typed
         os.makedirs(os.path.join(self.run_dir, "ranks"), exist_ok=True)
         self.board_path = os.path.join(self.run_dir, "ranks", "board.bin")
         self.board = Board(self.board_path, self.world, create=True)
@@ -164,7 +167,7 @@ class Supervisor:
         w = self.cfg.watch
         verdict, reason, pm = None, "", None
         try:
-            self._spawn(cfg_dict)
+            self._spawn(typed)
             self.boot_s = self._await_boot(float(w.max_run_s))
             # the workload clock (duration_s, arrivals) starts when the engine is up
             self.driver = Driver(

@@ -64,7 +64,7 @@ def run_inproc(run_dir: str, *overrides: str) -> dict:
     cfg = compose("logger=none", *overrides)
     os.makedirs(run_dir, exist_ok=True)
     exp = next((o.split("=", 1)[1] for o in overrides if o.startswith("+exp=")), None)
-    summary = execute(cfg, run_dir, exp)
+    summary = execute(cfg, run_dir, exp, [o for o in overrides if o != "logger=none"])
     assert pids_alive(run_dir) == [], "a rank process outlived its run"
     return summary
 

@@ -80,12 +80,14 @@ RANK_BLOCK = F.NUM + 2 * 64 * NUM_KINDS + RING * RING_FIELDS  # supports worlds 
 class Board:
     """One mmap'd int64 array: `world` rank blocks laid out back to back."""
 
-    def __init__(self, path: str, world: int, create: bool = False) -> None:
+    def __init__(self, path: str | None, world: int, create: bool = False) -> None:
         if world > 64:
             raise ValueError("the status board supports at most 64 ranks")
         self.path, self.world = path, world
         shape = (world, RANK_BLOCK)
-        if create:
+        if path is None:  # every rank in this process (the simulator): plain memory
+            self.arr = np.zeros(shape, dtype=np.int64)
+        elif create:
             self.arr = np.memmap(path, dtype=np.int64, mode="w+", shape=shape)
             self.arr[:] = 0
             self.arr.flush()

@@ -16,6 +16,7 @@ import torch
 
 from ppx.core import Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
+from ppx.engine.transport.base import Transport
 
 MAX_TENSORS = 4
 MAX_AUX = 4
@@ -59,7 +60,7 @@ class Channels:
     """Per-rank endpoint. Sends are isends completed lazily by `flush`; receives block."""
 
     def __init__(
-        self, rank: int, world: int, transport, board: RankBoard, device: str = "cpu"
+        self, rank: int, world: int, transport: Transport, board: RankBoard, device: str = "cpu"
     ) -> None:
         self.rank, self.world, self.t, self.board, self.device = (
             rank,
@@ -80,10 +81,8 @@ class Channels:
         key = (dst, int(msg.kind))
         msg.seq = self.seq_out[key]
         self.seq_out[key] += 1
-        if msg.kind in self.delays:
-            import time
-
-            time.sleep(self.delays[msg.kind])
+        if msg.kind in self.delays:  # faults: a slow link (a virtual sleep in the simulator)
+            self.t.sleep(self.delays[msg.kind])
         self.board.sent[dst, msg.kind] += 1
         if dst == self.rank:  # pp=1 loopback: the output ring wraps onto itself
             self.inbox[(dst, int(msg.kind))].append((msg, None))
@@ -152,20 +151,18 @@ class Channels:
         posted it (its sent counter moved past what we consumed, or the inbox holds it).
         Polls shared counters, never the gloo wire; an exhausted budget is a named stop
         instead of a silent forever-block."""
-        import time
-
         if self.ready(src, kind):
             return
         since = self.board.block(Op.READY, src, kind, slot, pass_id, seq)
-        deadline = time.monotonic() + self.readiness_budget_s
+        deadline = self.t.now() + self.readiness_budget_s
         while not self.ready(src, kind):
-            if time.monotonic() > deadline:
+            if self.t.now() > deadline:
                 raise StopRun(
                     f"readiness: rank{self.rank} waited {self.readiness_budget_s}s for {kind.label} "
                     f"seq={seq} (slot={slot} pass={pass_id}) from rank{src}: sent="
                     f"{self.board.peer_sent(src, kind)} consumed={int(self.board.consumed[src, kind])}"
                 )
-            time.sleep(0.0005)
+            self.t.sleep(0.0005)
         self.board.unblock(Op.READY, src, kind, slot, pass_id, seq, since)
 
     def try_recv(self, src: int, kind: Kind) -> Message | None:

@@ -10,25 +10,30 @@ is a named stop), resume.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
 from ppx.engine.board import F, Op
 
+if TYPE_CHECKING:
+    from ppx.engine.context import RankContext
+
 PHASES = ("pp", "tp")
 
 
 class FlipControl:
-    def __init__(self, loop) -> None:
-        self.loop = loop
-        f = loop.cfg.flip
+    def __init__(self, ctx: RankContext, switch_plan: Callable[[str], None]) -> None:
+        self.ctx, self.switch_plan = ctx, switch_plan
+        self.clock = ctx.t.now  # wall time, or the simulator's virtual time
+        f = ctx.cfg.flip
         self.enabled = bool(f.enabled)
         self.every_s, self.every_passes = float(f.every_s), int(f.every_passes)
         self.inflight_mode = str(f.inflight)
         self.max_flips = int(f.max_flips)
-        self.desync_rank = int(loop.cfg.faults.epoch_desync_rank)
-        self.last_cutover_t = time.time()
+        self.desync_rank = int(ctx.cfg.faults.epoch_desync_rank)
+        self.last_cutover_t = self.clock()
         self.last_cutover_pass = 0
         self.announced_pass: int | None = None  # a cutover is under way since this pass
         self.announced_t = 0.0
@@ -48,42 +53,40 @@ class FlipControl:
             return False
         if self.every_passes and pass_id - self.last_cutover_pass >= self.every_passes:
             return True
-        return bool(self.every_s) and time.time() - self.last_cutover_t >= self.every_s
+        return bool(self.every_s) and self.clock() - self.last_cutover_t >= self.every_s
 
     def announce(self, pass_id: int) -> None:
         """Every rank, at the pass whose chain carries the flip: stop admitting; in `void`
         mode the slots in flight will come back as voids."""
-        loop = self.loop
-        self.announced_pass, self.announced_t = pass_id, time.time()
-        loop.sched.paused = True
+        ctx = self.ctx
+        self.announced_pass, self.announced_t = pass_id, self.clock()
+        ctx.sched.paused = True
         if self.inflight_mode == "void":
-            for b in loop.sched.inflight:
+            for b in ctx.sched.inflight:
                 if b is not None:
                     b.flip_void = True
-        loop.events.emit(
+        ctx.events.emit(
             "flip_start",
             pass_id,
             -1,
             -1,
-            loop.epoch,
-            f"{loop.phase}->{self.target} {self.inflight_mode}",
+            ctx.epoch,
+            f"{ctx.phase}->{self.target} {self.inflight_mode}",
         )
 
     @property
     def target(self) -> str:
-        return "tp" if self.loop.phase == "pp" else "pp"
+        return "tp" if self.ctx.phase == "pp" else "pp"
 
     def cutover_pass(self) -> int:
         """Outputs of batches launched before the announcement are back, and relayed, S - 1
         passes later on every rank; the cutover happens at the end of that pass."""
-        return self.announced_pass + self.loop.num_slots - 1
+        return self.announced_pass + self.ctx.num_slots - 1
 
     def cutover(self, pass_id: int) -> None:
-        loop = self.loop
-        s = loop.sched
-        assert s.num_inflight == 0, (
-            f"rank{loop.rank}: cutover with {s.num_inflight} slots in flight"
-        )
+        ctx = self.ctx
+        s = ctx.sched
+        assert s.num_inflight == 0, f"rank{ctx.rank}: cutover with {s.num_inflight} slots in flight"
         residents = [r for slot in s.running for r in slot] + ([s.chunked] if s.chunked else [])
         for req in residents:
             self.reprefill_tokens += req.computed
@@ -92,39 +95,38 @@ class FlipControl:
         if s.cache.host is not None:  # the released tree goes to the host tier of this layout
             s.cache.tree.evict(s.cache.tree.size, s.cache.host.save)
         target = self.target
-        loop.switch_plan(target)
-        loop.epoch += 1
-        if loop.rank == self.desync_rank and self.flips == 0:
-            loop.epoch += 1  # faults.epoch_desync_rank: this rank miscounts its first cutover
+        self.switch_plan(target)
+        ctx.epoch += 1
+        if ctx.rank == self.desync_rank and self.flips == 0:
+            ctx.epoch += 1  # faults.epoch_desync_rank: this rank miscounts its first cutover
         self.check_epochs(pass_id)
-        ms = (time.time() - self.announced_t) * 1e3
+        ms = (self.clock() - self.announced_t) * 1e3
         self.cutover_ms.append(ms)
         self.flips += 1
         self.announced_pass = None
-        self.last_cutover_t, self.last_cutover_pass = time.time(), pass_id
-        loop.board.set(F.FLIPS, self.flips)
-        loop.board.set(F.EPOCH, loop.epoch)
-        loop.board.set(F.PHASE, PHASES.index(target))
-        loop.events.emit(
+        self.last_cutover_t, self.last_cutover_pass = self.clock(), pass_id
+        ctx.board.set(F.FLIPS, self.flips)
+        ctx.board.set(F.EPOCH, ctx.epoch)
+        ctx.board.set(F.PHASE, PHASES.index(target))
+        ctx.events.emit(
             "flip_end",
             pass_id,
             -1,
             -1,
-            loop.epoch,
+            ctx.epoch,
             f"now {target}; cutover_ms={ms:.1f} retracted={len(residents)}",
         )
 
     def check_epochs(self, pass_id: int) -> None:
-        loop = self.loop
-        mine = torch.tensor([loop.epoch], dtype=torch.int64)
-        every = [torch.zeros(1, dtype=torch.int64) for _ in range(loop.world)]
-        since = loop.board.block(Op.RECV, -1, 0, -1, pass_id, -1)
-        torch.distributed.all_gather(every, mine)
-        loop.board.unblock(Op.RECV, -1, 0, -1, pass_id, -1, since)
+        ctx = self.ctx
+        mine = torch.tensor([ctx.epoch], dtype=torch.int64)
+        since = ctx.board.block(Op.RECV, -1, 0, -1, pass_id, -1)
+        every = ctx.t.all_gather(mine)
+        ctx.board.unblock(Op.RECV, -1, 0, -1, pass_id, -1, since)
         epochs = [int(e) for e in every]
         if len(set(epochs)) > 1:
             odd = next(r for r, e in enumerate(epochs) if e != epochs[0])
-            loop.stop(
+            ctx.stop(
                 f"epoch desync at cutover (pass {pass_id}): rank0 epoch={epochs[0]}, "
                 f"rank{odd} epoch={epochs[odd]}"
             )

@@ -7,84 +7,84 @@ cache (and keeps one host tier per layout, so KV saved in a phase reloads in tha
 
 from __future__ import annotations
 
-import os
+from typing import TYPE_CHECKING
+
+import torch
 
 from ppx.engine.board import F
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
+from ppx.engine.context import Plan
+from ppx.engine.kernels.registry import get_kernels
 from ppx.engine.model.llama import StageModel
 from ppx.engine.scheduler import Scheduler
+from ppx.engine.shapes import dims_of, pool_sizes
 from ppx.engine.tp_phase import all_reducer
 
-DEBUG = os.environ.get("PPX_DEBUG") == "1"
+if TYPE_CHECKING:
+    from ppx.engine.context import RankContext
 
 
-def switch_plan(self, phase: str) -> None:
-    """Build (or reuse) the model for `phase`, a fresh KV cache for its layout, and a
-    scheduler that inherits every request (residents were re-queued by the cutover)."""
-    cfg, d, world, r = self.cfg, self.dims, self.world, self.rank
-    if phase not in self.models:
-        if phase == "pp":
-            per = d.layers // world
+class Planner:
+    """Builds a rank's plan per phase; models and host tiers are kept across flips."""
+
+    def __init__(self, ctx: RankContext, device: str, trace=None) -> None:
+        cfg = ctx.cfg
+        self.ctx, self.device, self.trace = ctx, device, trace
+        self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
+        self.kernels = get_kernels(cfg.engine.kernels.name)
+        self.pools = pool_sizes(cfg)
+        self.models: dict[str, StageModel] = {}
+        self.hosts: dict[str, HostTier] = {}
+
+    def _model(self, phase: str) -> StageModel:
+        ctx, d, cfg = self.ctx, self.dims, self.ctx.cfg
+        if phase not in self.models:
+            if phase == "pp":
+                per = d.layers // ctx.world
+                first, last, tp = ctx.rank * per, (ctx.rank + 1) * per, {}
+            else:
+                first, last = 0, d.layers
+                tp = dict(tp_rank=ctx.rank, tp_size=ctx.world, all_reduce=all_reducer(ctx))
             self.models[phase] = StageModel(
-                d, cfg.seed, r * per, (r + 1) * per, self.kernels, self.device, self.dtype
+                d, cfg.seed, first, last, self.kernels, self.device, self.dtype, **tp
             )
-        else:
-            self.models[phase] = StageModel(
-                d,
-                cfg.seed,
-                0,
-                d.layers,
-                self.kernels,
-                self.device,
-                self.dtype,
-                tp_rank=r,
-                tp_size=world,
-                all_reduce=all_reducer(self),
-            )
-    self.model = self.models[phase]
-    kv_heads = d.kv_heads if phase == "pp" else d.kv_heads // world
-    e = cfg.engine
-    self.cache = KVCache(
-        self.model.num_layers,
-        self.pools[r],
-        kv_heads,
-        d.head_dim,
-        e.max_reqs,
-        cfg.model.max_context,
-        self.device,
-        self.dtype,
-    )
-    if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
-        ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
-        if phase not in self.hosts:
-            self.hosts[phase] = HostTier(self.cache.k, self.cache.v, float(ms[r]) / 1e3)
-        self.hosts[phase].rebind(self.cache.k, self.cache.v)
-        self.cache.host = self.hosts[phase]
-    if self.is_first and (phase == "tp" or e.admission.name != "rank_local"):
-        self.cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
-    old = self.sched
-    self.num_slots = world if phase == "pp" else 1
-    self.sched = Scheduler(self.cache, self.num_slots, e.chunk_size, e.max_batch, self.device)
-    self.sched.lifo = cfg.faults.lifo_rank == r
-    if DEBUG:
-        import traceback
+        return self.models[phase]
 
-        def trace(msg: str, loop=self) -> None:
-            where = " < ".join(f"{f.name}" for f in traceback.extract_stack(limit=6)[:-2][::-1])
-            print(
-                f"[trace rank{loop.rank} pass {loop.board.f[F.PASS]} {loop.phase}] {msg}  ({where})",
-                flush=True,
-            )
-
-        self.sched.trace = trace
-    if old is not None:
-        self.sched.waiting, self.sched.reqs = old.waiting, old.reqs
-        self.sched.cached_tokens, self.sched.prefill_tokens = (
-            old.cached_tokens,
-            old.prefill_tokens,
+    def switch(self, phase: str) -> None:
+        """Install the plan for `phase`: its model, a fresh KV cache for its layout, and a
+        scheduler that inherits every request (residents were re-queued by the cutover)."""
+        ctx, d, cfg, e = self.ctx, self.dims, self.ctx.cfg, self.ctx.cfg.engine
+        r, world = ctx.rank, ctx.world
+        model = self._model(phase)
+        kv_heads = d.kv_heads if phase == "pp" else d.kv_heads // world
+        cache = KVCache(
+            model.num_layers,
+            self.pools[r],
+            kv_heads,
+            d.head_dim,
+            e.max_reqs,
+            cfg.model.max_context,
+            self.device,
+            self.dtype,
         )
-    if getattr(self, "policy", None) is not None:
-        self.policy.sched = self.sched
-    self.phase = phase
-    self.board.set(F.PHASE, 0 if phase == "pp" else 1)
+        if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
+            ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
+            if phase not in self.hosts:
+                self.hosts[phase] = HostTier(cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now)
+            self.hosts[phase].rebind(cache.k, cache.v)
+            cache.host = self.hosts[phase]
+        if ctx.is_first and (phase == "tp" or e.admission.name != "rank_local"):
+            cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
+        num_slots = world if phase == "pp" else 1
+        sched = Scheduler(cache, num_slots, e.chunk_size, e.max_batch, self.device)
+        sched.lifo = cfg.faults.lifo_rank == r
+        if self.trace is not None:
+            sched.trace = self.trace
+        old = ctx.plan
+        if old is not None:
+            s = old.sched
+            sched.waiting, sched.reqs = s.waiting, s.reqs
+            sched.cached_tokens, sched.prefill_tokens = s.cached_tokens, s.prefill_tokens
+        ctx.plan = Plan(phase, model, cache, sched, num_slots)
+        ctx.board.set(F.PHASE, 0 if phase == "pp" else 1)

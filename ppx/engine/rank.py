@@ -1,7 +1,9 @@
-"""The rank process: setup, the pass loop, teardown.
+"""The rank: setup, the pass loop, teardown.
 
-Spawned by the supervisor with explicit arguments (never re-running Hydra). Every exit path
-records why on the status board and in `ranks/rank{r}.json`.
+A gloo/nccl rank is a process spawned by the supervisor with explicit arguments (never
+re-running Hydra), `rank_main`; a simulated rank is a task of ppx.sim running the very same
+`RankLoop` over a SimTransport. Every exit path records why on the status board and in the
+rank's report.
 """
 
 from __future__ import annotations
@@ -13,24 +15,30 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
-from omegaconf import OmegaConf
 
-from ppx.config import dims_of, pool_sizes
 from ppx.core import Flag, Kind, Message, StopRun
 from ppx.engine.admission import make_policy
-from ppx.engine.board import Board, F, RankBoard, State
+from ppx.engine.board import NUM_KINDS, Board, F, RankBoard, State
 from ppx.engine.channels import Channels
+from ppx.engine.context import RankContext
 from ppx.engine.flip import FlipControl
 from ppx.engine.intake import Intake
-from ppx.engine.kernels.registry import get_kernels
 from ppx.engine.loop import PassState, PassSteps, parse_ordering
-from ppx.engine.plan import switch_plan
+from ppx.engine.plan import Planner
 from ppx.engine.tp_phase import TPPhase
-from ppx.engine.transport.gloo import GlooTransport
+from ppx.engine.transport import Transport, open_transport
+from ppx.engine.transport.base import Abandoned
 from ppx.telemetry.events import EventLog
+
+if TYPE_CHECKING:
+    from ppx.config import PPXConfig
+
+DEBUG = os.environ.get("PPX_DEBUG") == "1"
 
 
 @dataclass
@@ -38,9 +46,9 @@ class RankArgs:
     rank: int
     world: int
     port: int
-    run_dir: str
-    board_path: str
-    cfg: dict
+    run_dir: str | None  # None: keep no files (the explorer's runs)
+    board_path: str | None
+    cfg: PPXConfig  # typed: the supervisor validated it
     t0: float
     in_q: object = None
     out_q: object = None
@@ -54,56 +62,69 @@ def _die_with_parent() -> None:
         pass
 
 
-DEBUG = os.environ.get("PPX_DEBUG") == "1"
-
-
 class RankLoop(PassSteps):
-    def __init__(self, a: RankArgs) -> None:
-        cfg = self.cfg = OmegaConf.create(a.cfg)
+    def __init__(self, a: RankArgs, t: Transport, board: Board) -> None:
+        cfg = self.cfg = a.cfg
         self.rank, self.world, self.run_dir = a.rank, a.world, a.run_dir
-        self.is_first, self.is_last = a.rank == 0, a.rank == a.world - 1
-        self.prev, self.next = (a.rank - 1) % a.world, (a.rank + 1) % a.world
-        self.num_slots = a.world  # S = pp slots in flight
-        self.epoch = 0
-        self.board = RankBoard(Board(a.board_path, a.world), a.rank)
-        self.board.enabled = bool(cfg.watch.blocked_on)
-        self.events = EventLog(
-            os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl"), a.rank, a.t0
-        )
-        if cfg.engine.transport == "nccl":  # one GPU per rank
-            from ppx.engine.board import NUM_KINDS
-            from ppx.engine.transport.nccl import NcclTransport
-
-            self.t = NcclTransport(a.rank, a.world, a.port, NUM_KINDS)
-            self.device = self.t.payload_device
-        else:  # gloo; with device=cuda the ranks share one GPU and tensors cross via the host
-            self.t = GlooTransport(a.rank, a.world, a.port)
-            self.device = str(cfg.device)
-        self.ch = Channels(a.rank, a.world, self.t, self.board, self.device)
+        rb = RankBoard(board, a.rank)
+        rb.enabled = bool(cfg.watch.blocked_on)
+        path = os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl") if a.run_dir else None
+        events = EventLog(path, a.rank, a.t0, t.now)
+        # nccl: one GPU per rank; gloo with device=cuda: the ranks share a GPU, tensors
+        # cross via the host
+        self.device = t.payload_device if cfg.engine.transport == "nccl" else str(cfg.device)
+        ch = Channels(a.rank, a.world, t, rb, self.device)
         if cfg.engine.readiness:
-            self.ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
+            ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
         if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):
-            self.ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
-        self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
-        self.kernels = get_kernels(cfg.engine.kernels.name)
-        self.pools = pool_sizes(cfg)
-        self.models: dict = {}  # phase -> StageModel
-        self.hosts: dict = {}  # phase -> HostTier
+            ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
+        self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
+        self.t, self.ch, self.board, self.events = t, ch, rb, events
+        self.prev, self.next, self.is_first, self.is_last = (
+            ctx.prev,
+            ctx.next,
+            ctx.is_first,
+            ctx.is_last,
+        )
         self.steps = parse_ordering(list(cfg.engine.ordering.steps))
-        self.sched = None
-        self.phase = cfg.flip.start_phase if cfg.flip.enabled else "pp"
-        self.switch_plan(self.phase)
-        self.policy = make_policy(cfg.engine.admission.name, self)
-        self.flip = FlipControl(self)
-        self.tp = TPPhase(self)
+        self.planner = Planner(ctx, self.device, self._tracer() if DEBUG else None)
+        self.planner.switch(cfg.flip.start_phase if cfg.flip.enabled else "pp")
+        self.policy = make_policy(cfg.engine.admission.name, ctx)
+        self.flip = FlipControl(ctx, self.planner.switch)
         mx = cfg.model.max_context
-        self.intake = Intake(a.in_q, a.out_q, mx, min(self.pools)) if self.is_first else None
+        self.intake = (
+            Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if self.is_first else None
+        )
+        self.tp = TPPhase(ctx, self.policy, self.flip, self.intake, self.apply_output)
         self.sampled: dict[int, torch.Tensor] = {}
         self.to_relay: Message | None = None
-        self.stop_reason: str | None = None
 
-    def switch_plan(self, phase: str) -> None:
-        switch_plan(self, phase)
+    # -- the current plan and the context, as the steps read them --------------------------
+    sched = property(lambda self: self.ctx.sched)
+    cache = property(lambda self: self.ctx.cache)
+    model = property(lambda self: self.ctx.model)
+    phase = property(lambda self: self.ctx.phase)
+    num_slots = property(lambda self: self.ctx.num_slots)
+    stop_reason = property(lambda self: self.ctx.stop_reason)
+
+    @property
+    def epoch(self) -> int:
+        return self.ctx.epoch
+
+    def stop(self, reason: str, p: PassState | None = None) -> None:
+        self.ctx.stop(reason, p)
+
+    def _tracer(self) -> Callable[[str], None]:
+        """PPX_DEBUG=1: admits and requeues traced to the rank's log with their call sites."""
+
+        def trace(msg: str) -> None:
+            where = " < ".join(f"{f.name}" for f in traceback.extract_stack(limit=6)[:-2][::-1])
+            print(
+                f"[trace rank{self.rank} pass {self.board.f[F.PASS]} {self.phase}] {msg}  ({where})",
+                flush=True,
+            )
+
+        return trace
 
     # -- hooks used by the steps ---------------------------------------------------------
     def on_chain(self, p: PassState, msg: Message) -> None:
@@ -111,17 +132,8 @@ class RankLoop(PassSteps):
         if msg.flags & Flag.FLIP:
             self.flip.announce(p.pass_id)
 
-    def stop(self, reason: str, p: PassState | None = None) -> None:
-        self.stop_reason = reason
-        self.events.emit(
-            "stop", p.pass_id if p else -1, p.slot if p else -1, epoch=self.epoch, detail=reason
-        )
-        raise StopRun(reason)
-
     def apply_output(self, slot: int, batch, msg: Message, p: PassState | None) -> None:
-        if (
-            batch.flip_void
-        ):  # flip.inflight=void: the slot's results are dropped, requests re-queued
+        if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, re-queued
             self.sched.void(batch)
             return
         if self.policy.absorb(slot, batch, msg, p):
@@ -169,24 +181,28 @@ class RankLoop(PassSteps):
                 if flip:
                     self.flip.announce(pass_id)
                     self.flip.cutover(pass_id)
-            if DEBUG and self.sched.limbo():
-                raise AssertionError(
-                    f"pass {pass_id} ({self.phase}): requests in limbo {self.sched.limbo()}"
-                )
-            inflight = self.sched.num_inflight
-            self.board.set(F.INFLIGHT, inflight)
-            if inflight > self.board.f[F.MAX_INFLIGHT]:
-                self.board.set(F.MAX_INFLIGHT, inflight)
-            self.board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
-            if self.is_first:
-                self.intake.flush_out()
-            idle = self.sched.idle
-            if idle and not was_idle:
-                self.check_ledger("idle")
-            was_idle = idle
+            was_idle = self.after_pass(pass_id, was_idle)
             if shutdown:
                 return
             pass_id += 1
+
+    def after_pass(self, pass_id: int, was_idle: bool) -> bool:
+        """Bookkeeping between passes: board gauges, the token stream, the idle ledger check."""
+        if DEBUG and self.sched.limbo():
+            raise AssertionError(
+                f"pass {pass_id} ({self.phase}): requests in limbo {self.sched.limbo()}"
+            )
+        inflight = self.sched.num_inflight
+        self.board.set(F.INFLIGHT, inflight)
+        if inflight > self.board.f[F.MAX_INFLIGHT]:
+            self.board.set(F.MAX_INFLIGHT, inflight)
+        self.board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
+        if self.is_first:
+            self.intake.flush_out()
+        idle = self.sched.idle
+        if idle and not was_idle:
+            self.check_ledger("idle")
+        return idle
 
     def check_ledger(self, when: str) -> dict:
         led = self.cache.ledger()
@@ -201,6 +217,7 @@ class RankLoop(PassSteps):
 
     def report(self, state: str, error: str | None) -> dict:
         led = self.check_ledger("teardown") if state != "error" else self.cache.ledger()
+        hosts = self.planner.hosts.values()
         return {
             "rank": self.rank,
             "state": state,
@@ -214,15 +231,54 @@ class RankLoop(PassSteps):
             "pool_tokens": self.cache.pool_tokens,
             "counters": dict(self.events.counts),
             **self.policy_counters(),
-            "host_saves": sum(h.saves for h in self.hosts.values()),
-            "host_loads": sum(h.loads for h in self.hosts.values()),
+            "host_saves": sum(h.saves for h in hosts),
+            "host_loads": sum(h.loads for h in hosts),
         }
 
     def policy_counters(self) -> dict:
         return {**getattr(self.policy, "counters", lambda: {})(), **self.flip.counters()}
 
 
+def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[dict, RankLoop]:
+    """Build the rank and run its loop to the end; returns its report (every failure is in
+    it) and the loop. Shared by the rank process and the simulator's rank task."""
+    rb = RankBoard(board, a.rank)
+    loop, state, error = None, "done", None
+    try:
+        loop = RankLoop(a, open_t(), board)
+        rb.set(F.STATE, State.RUNNING)  # booted: rendezvous done, model and cache built
+        loop.run()
+    except StopRun as e:
+        state, error = "stopped", str(e)
+    except Abandoned:
+        raise  # the run ended while we were parked: no report, like a killed process
+    except BaseException as e:  # noqa: BLE001 - every failure is reported
+        state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+    try:
+        report = (
+            loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
+        )
+    except Exception as e:  # noqa: BLE001 - a broken report must still leave a report
+        report = {
+            "rank": a.rank,
+            "state": "error" if state == "done" else state,
+            "error": f"{error or ''}\nreport failed: {type(e).__name__}: {e}\n{traceback.format_exc()}",
+            "stop_reason": getattr(loop, "stop_reason", None),
+        }
+    rb.set(F.STATE, State.DONE if report["state"] == "done" else State.ERROR)
+    if loop is not None:
+        loop.events.close()
+    return report, loop
+
+
+def write_report(a: RankArgs, report: dict) -> None:
+    if a.run_dir:
+        with open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.json"), "w") as f:
+            json.dump(report, f, indent=1)
+
+
 def rank_main(a: RankArgs) -> None:
+    """The rank process (gloo / nccl)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     _die_with_parent()
     # everything the rank prints (warnings, gloo's own messages) goes to its log in the run dir
@@ -236,35 +292,16 @@ def rank_main(a: RankArgs) -> None:
     # faulthandler writes here on SIGUSR1; the post-mortem copies it into postmortem/stacks
     stack_file = open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.stack.txt"), "w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
-    board = RankBoard(Board(a.board_path, a.world), a.rank)
-    loop, state, error = None, "done", None
-    try:
-        loop = RankLoop(a)
-        board.set(F.STATE, State.RUNNING)  # booted: rendezvous done, model and cache built
-        loop.run()
-    except StopRun as e:
-        state, error = "stopped", str(e)
-    except BaseException as e:  # noqa: BLE001 - every failure is reported, then re-raised
-        state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-    try:
-        report = (
-            loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
-        )
-    except Exception as e:  # noqa: BLE001 - a broken report must still leave a report
-        report = {
-            "rank": a.rank,
-            "state": "error" if state == "done" else state,
-            "error": f"{error or ''}\nreport failed: {type(e).__name__}: {e}\n{traceback.format_exc()}",
-            "stop_reason": getattr(loop, "stop_reason", None),
-        }
-    with open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.json"), "w") as f:
-        json.dump(report, f, indent=1)
-    board.set(F.STATE, State.DONE if state == "done" else State.ERROR)
-    if loop is not None:
-        loop.events.close()
-        if state == "done":
-            loop.t.close()
+    board = Board(a.board_path, a.world)
+
+    def open_t() -> Transport:
+        return open_transport(a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS)
+
+    report, loop = serve(a, open_t, board)
+    write_report(a, report)
+    if loop is not None and report["state"] == "done":
+        loop.t.close()
     stack_file.flush()
     sys.stdout.flush()
     # after a stop or an error the peers may be blocked on us: leave without waiting on gloo
-    os._exit(0 if state == "done" else 3)
+    os._exit(0 if report["state"] == "done" else 3)

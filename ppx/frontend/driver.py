@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import queue
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ppx.frontend.workloads import Request, Workload
@@ -32,8 +33,11 @@ class Record:
 
 
 class Driver:
-    def __init__(self, workload: Workload, in_q, out_q, t0: float) -> None:
-        self.wl, self.in_q, self.out_q, self.t0 = workload, in_q, out_q, t0
+    def __init__(
+        self, workload: Workload, in_q, out_q, t0: float, clock: Callable[[], float] = time.time
+    ) -> None:
+        # `clock`: wall time, or the simulator's virtual time (arrivals, TTFT and ITL in it)
+        self.wl, self.in_q, self.out_q, self.t0, self.clock = workload, in_q, out_q, t0, clock
         w = workload.w
         self.concurrency, self.rate = int(w.concurrency), float(w.rate)
         self.limit = int(w.num_requests)
@@ -42,7 +46,7 @@ class Driver:
         self.next_rid = 0
         self.active = 0
         self.rng = workload.arrivals()
-        self.next_arrival = time.time()
+        self.next_arrival = self.clock()
         self.first_token_t: float | None = None
         self.last_token_t: float | None = None
         self.tokens = 0
@@ -62,7 +66,7 @@ class Driver:
         self.in_q.put((req.rid, req.prompt, req.max_new))
 
     def pump(self) -> None:
-        now = time.time()
+        now = self.clock()
         if self.rate > 0:
             while self._more(now) and self.next_arrival <= now:
                 self._submit(now)
@@ -83,7 +87,7 @@ class Driver:
                 )
             except queue.Empty:
                 return got
-            now = time.time()
+            now = self.clock()
             for item in batch:
                 got += 1
                 rec = self.records[item[1]]
@@ -104,7 +108,7 @@ class Driver:
 
     @property
     def done(self) -> bool:
-        return not self._more(time.time()) and self.active == 0
+        return not self._more(self.clock()) and self.active == 0
 
     def request_shutdown(self) -> None:
         if not self.shutdown_sent:

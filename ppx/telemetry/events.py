@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 
 class EventLog:
-    def __init__(self, path: str, rank: int, t0: float) -> None:
-        self.f = open(path, "w", buffering=1)
-        self.rank, self.t0 = rank, t0
+    """`clock` is the rank's (the simulator's virtual time makes `t_s` replay exactly);
+    `path=None` keeps no file (the explorer's runs only count)."""
+
+    def __init__(
+        self, path: str | None, rank: int, t0: float, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.f = open(path, "w", buffering=1) if path else None
+        self.rank, self.t0, self.clock = rank, t0, clock
         self.counts: dict[str, int] = {}
 
     def emit(
@@ -24,7 +30,7 @@ class EventLog:
     ) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         row = {
-            "t_s": round(time.time() - self.t0, 6),
+            "t_s": round(self.clock() - self.t0, 6),
             "rank": self.rank,
             "kind": kind,
             "pass_id": pass_id,
@@ -33,10 +39,12 @@ class EventLog:
             "epoch": epoch,
             "detail": detail,
         }
-        self.f.write(json.dumps(row) + "\n")
+        if self.f is not None:
+            self.f.write(json.dumps(row) + "\n")
 
     def close(self) -> None:
-        self.f.close()
+        if self.f is not None:
+            self.f.close()
 
 
 def read_events(path: str) -> list[dict]:

@@ -45,6 +45,7 @@ def choices_of(cfg, exp: str | None) -> dict:
         "flip": cfg.flip.name,
         "faults": cfg.faults.name,
         "readiness": bool(e.readiness),
+        "transport": str(e.transport),
     }
 
 

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ppx.core import Entry, SlotBatch
+
+if TYPE_CHECKING:
+    from ppx.engine.context import RankContext
+    from ppx.engine.scheduler import Scheduler
 
 
 class Policy:
     name = "base"
 
-    def __init__(self, loop) -> None:
-        self.loop = loop
-        self.sched = loop.sched
+    def __init__(self, ctx: RankContext) -> None:
+        self.ctx = ctx
+
+    @property
+    def sched(self) -> Scheduler:
+        """The current plan's scheduler (a flip's cutover installs a new one)."""
+        return self.ctx.sched
 
     def schedule(self, p) -> None:
         """Form (or prepare) the batch of pass `p`; sets `p.batch` when it is known."""

@@ -20,9 +20,9 @@ from ppx.engine.guard import UNRESOLVED, Guard
 
 
 class DecisionPolicy(Policy):
-    def __init__(self, loop, forwarded: bool) -> None:
-        super().__init__(loop)
-        cfg = loop.cfg
+    def __init__(self, ctx, forwarded: bool) -> None:
+        super().__init__(ctx)
+        cfg = ctx.cfg
         self.name = "forwarded" if forwarded else "decision"
         self.forwarded = forwarded
         self.on_refusal = cfg.engine.admission.on_refusal
@@ -39,7 +39,7 @@ class DecisionPolicy(Policy):
         return self.guard.clamp(req.rid, req.tokens, local)
 
     def schedule(self, p) -> None:
-        if self.loop.is_first:
+        if self.ctx.is_first:
             p.batch = self.local_prefill(p.slot, p.pass_id)
             b = p.batch
             mode = codec.MODES[b.mode] if b is not None else codec.MODES["none"]
@@ -51,7 +51,7 @@ class DecisionPolicy(Policy):
                 Kind.DECISION,
                 p.slot,
                 p.pass_id,
-                self.loop.epoch,
+                self.ctx.epoch,
                 aux=(mode, len(rids), sum(rids) & 0x7FFFFFFF),
                 flags=Flag.HAS_ENTRIES if mode == codec.MODES["prefill"] else 0,
                 tensors=[codec.encode(b.entries)] if mode == codec.MODES["prefill"] else [],
@@ -60,26 +60,26 @@ class DecisionPolicy(Policy):
             self.apply(p)
 
     def send_decision(self, p) -> None:
-        loop = self.loop
-        if loop.is_last or p.decision is None:
+        ctx = self.ctx
+        if ctx.is_last or p.decision is None:
             return
         # followers forward the decision before acting on it: nobody downstream waits on us
-        loop.ch.send(loop.next, p.decision)
+        ctx.ch.send(ctx.next, p.decision)
 
     def recv_decision(self, p) -> None:
-        loop = self.loop
-        if loop.is_first:
+        ctx = self.ctx
+        if ctx.is_first:
             return
-        p.decision = loop.ch.recv(loop.prev, Kind.DECISION, p.slot, p.pass_id)
+        p.decision = ctx.ch.recv(ctx.prev, Kind.DECISION, p.slot, p.pass_id)
         if p.decision.pass_id != p.pass_id:
-            loop.stop(
-                f"decision for pass {p.decision.pass_id} arrived at rank{loop.rank} pass {p.pass_id}",
+            ctx.stop(
+                f"decision for pass {p.decision.pass_id} arrived at rank{ctx.rank} pass {p.pass_id}",
                 p,
             )
-        if loop.is_last and p.decision.flags & Flag.HAS_ENTRIES and loop.world > 1:
+        if ctx.is_last and p.decision.flags & Flag.HAS_ENTRIES and ctx.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
-            loop.ch.send(
-                0, Message(Kind.LAP, p.slot, p.pass_id, loop.epoch, aux=(p.decision.aux[1],))
+            ctx.ch.send(
+                0, Message(Kind.LAP, p.slot, p.pass_id, ctx.epoch, aux=(p.decision.aux[1],))
             )
         if p.scheduled:
             self.apply(p)
@@ -88,22 +88,22 @@ class DecisionPolicy(Policy):
         """Rank 0 absorbs the laps that came back. Blocking on this pass's lap (the wraparound
         before sgl-project#796) waits on the last rank, which waits on the decision rank 0 has
         not sent yet when the lap step comes first: every rank ends up receiving."""
-        loop = self.loop
-        if not loop.is_first or loop.world == 1:
+        ctx = self.ctx
+        if not ctx.is_first or ctx.world == 1:
             return
         if block:
             if p.decision is not None and p.decision.flags & Flag.HAS_ENTRIES:
-                loop.ch.recv(loop.world - 1, Kind.LAP, p.slot, p.pass_id)
+                ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id)
                 self.laps += 1
             return
-        while loop.ch.try_recv(loop.world - 1, Kind.LAP) is not None:
+        while ctx.ch.try_recv(ctx.world - 1, Kind.LAP) is not None:
             self.laps += 1
 
     # -- followers ------------------------------------------------------------------------
     def apply(self, p) -> None:
         """Form this follower's batch from the decision (after both the chain and the decision
         of this pass are in)."""
-        loop, s = self.loop, self.sched
+        ctx, s = self.ctx, self.sched
         mode = codec.MODE_NAMES[p.decision.aux[0]]
         if mode == "none":
             p.batch = None
@@ -112,8 +112,8 @@ class DecisionPolicy(Policy):
             entries = s.decode_entries(p.slot)
             n, checksum = p.decision.aux[1], p.decision.aux[2]
             if (len(entries), sum(e.rid for e in entries) & 0x7FFFFFFF) != (n, checksum):
-                loop.stop(
-                    f"decode membership: rank{loop.rank} slot={p.slot} told {n} requests "
+                ctx.stop(
+                    f"decode membership: rank{ctx.rank} slot={p.slot} told {n} requests "
                     f"(rid sum {checksum}) but runs {sorted(e.rid for e in entries)}",
                     p,
                 )
@@ -124,16 +124,14 @@ class DecisionPolicy(Policy):
         for e in entries:
             req = s.reqs.get(e.rid)
             if req is None:
-                loop.stop(
-                    f"decision names rid {e.rid} unknown to rank{loop.rank} (pass {p.pass_id})", p
+                ctx.stop(
+                    f"decision names rid {e.rid} unknown to rank{ctx.rank} (pass {p.pass_id})", p
                 )
             if e.continues != (req is s.chunked):
                 # the continuation path obeys the decision too: a chunk that continues a
                 # prefill this rank never started (or a fresh admission of what this rank has
                 # mid-prefill) is a divergence, reported with what this rank holds
-                obs.append(
-                    [loop.rank, e.rid, e.prefix_len, req.computed if req is s.chunked else 0]
-                )
+                obs.append([ctx.rank, e.rid, e.prefix_len, req.computed if req is s.chunked else 0])
                 continue
             local = req.computed if req is s.chunked else self.local_match(req)
             if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
@@ -144,7 +142,7 @@ class DecisionPolicy(Policy):
             if ok and req is not s.chunked and not s.cache.can_admit(s.need_of(req, e.prefix_len)):
                 ok = False
             if not ok:
-                obs.append([loop.rank, e.rid, e.prefix_len, local])
+                obs.append([ctx.rank, e.rid, e.prefix_len, local])
         if obs:
             self.retract(p, entries, obs)
             return
@@ -154,25 +152,25 @@ class DecisionPolicy(Policy):
             got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
             admitted.append(got)
             if got.extend_len != e.extend_len or got.final != e.final:
-                loop.stop(
-                    f"chunk geometry: rank{loop.rank} rid {e.rid} told extend {e.extend_len} "
+                ctx.stop(
+                    f"chunk geometry: rank{ctx.rank} rid {e.rid} told extend {e.extend_len} "
                     f"but would compute {got.extend_len}",
                     p,
                 )
         p.batch = s.place(admitted, p.slot, p.pass_id, "prefill")
 
     def retract(self, p, entries, obs) -> None:
-        loop = self.loop
+        ctx = self.ctx
         kind = "refusal" if self.forwarded else "retract"
         for rank, rid, told, local in obs:
             msg = f"rank{rank} {kind} rid={rid} told={told} local={local}"
             print(f"ppx warning: {msg}", file=sys.stderr)
-            loop.events.emit(kind, p.pass_id, p.slot, rid, loop.epoch, msg)
+            ctx.events.emit(kind, p.pass_id, p.slot, rid, ctx.epoch, msg)
         self.n["refusals" if self.forwarded else "retractions"] += len(obs)
-        loop.board.add(F.RETRACTIONS, len(obs))
+        ctx.board.add(F.RETRACTIONS, len(obs))
         if self.forwarded and self.on_refusal == "stop":
             self.n["stops"] += 1
-            loop.stop(
+            ctx.stop(
                 f"forwarded refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
                 f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}",
                 p,
@@ -192,32 +190,32 @@ class DecisionPolicy(Policy):
 
     # -- the output ring: voids -----------------------------------------------------------
     def absorb(self, slot: int, batch: SlotBatch, msg, p) -> bool:
-        loop = self.loop
+        ctx = self.ctx
         if not msg.flags & Flag.VOID:
-            if loop.is_first and msg.tensors and msg.tensors[0].numel():
+            if ctx.is_first and msg.tensors and msg.tensors[0].numel():
                 self.void_streak.clear()
             return False
         obs = msg.tensors[1].tolist() if len(msg.tensors) > 1 else []
-        if loop.is_first:  # the guard learns before the requests are re-offered
+        if ctx.is_first:  # the guard learns before the requests are re-offered
             for _rank, rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
         requeued = self.sched.void(batch)
         self.n["voids"] += 1
-        loop.board.add(F.VOIDS)
-        loop.events.emit(
+        ctx.board.add(F.VOIDS)
+        ctx.events.emit(
             "void",
             p.pass_id,
             slot,
             obs[0][1] if obs else -1,
-            loop.epoch,
+            ctx.epoch,
             f"pass {batch.pass_id} requeued {[r.rid for r in requeued]} obs {obs}",
         )
-        if loop.is_first:
+        if ctx.is_first:
             self.void_streak.append(tuple(obs[0][1:]) if obs else (-1, -1, -1))
             if len(self.void_streak) >= self.livelock_passes:
                 pairs = sorted(set(self.void_streak))[:4]
-                loop.stop(
+                ctx.stop(
                     f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
                     f"served; (rid, told, local) repeating: {pairs}",
                     p,
@@ -226,13 +224,13 @@ class DecisionPolicy(Policy):
 
     def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
         self.n["voids"] += 1
-        if self.loop.is_first:
+        if self.ctx.is_first:
             for rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
             self.void_streak.append(tuple(obs[0]))
             if len(self.void_streak) >= self.livelock_passes:
-                self.loop.stop(
+                self.ctx.stop(
                     f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
                     f"served (TP phase); (rid, told, local) repeating: {sorted(set(self.void_streak))[:4]}"
                 )
@@ -241,4 +239,4 @@ class DecisionPolicy(Policy):
         self.guard.served(rid)
 
     def counters(self) -> dict:
-        return {**self.n, **(self.guard.counters() if self.loop.is_first else {})}
+        return {**self.n, **(self.guard.counters() if self.ctx.is_first else {})}

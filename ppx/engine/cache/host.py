@@ -1,16 +1,21 @@
-"""Host KV tier: evicted prefixes go to host memory; a background thread loads them back.
+"""Host KV tier: evicted prefixes go to host memory and are loaded back asynchronously.
 
-The load-back is asynchronous and its completion time is rank-local (`prefetch_ms` per rank),
-so "is this prefix here yet?" gets different answers on different ranks at the same pass:
-an honest divergence source. While a load is pending the rank reports its coverage as
-unresolved (never as 0: it is not a measurement).
+The load-back's completion time is rank-local (`prefetch_ms` per rank), so "is this prefix
+here yet?" gets different answers on different ranks at the same pass: an honest divergence
+source. While a load is pending the rank reports its coverage as unresolved (never as 0: it
+is not a measurement).
+
+A load lands `prefetch_s` after it started, on the rank's clock (the transport's: wall time
+on gloo, virtual time in the simulator, where a landing is a scheduler event and never a
+sleep). The rank only ever learns of a landing by asking (`pending_for`, `finished`), so the
+copy is made when it asks: to the rank this is the same as a copy made by a background
+thread, and it keeps one mechanism for both clocks.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -23,8 +28,7 @@ class HostEntry:
     k: list[torch.Tensor]  # per layer [n, kv_heads, head_dim] on the host
     v: list[torch.Tensor]
     slots: list[int] = field(default_factory=list)  # pool slots while loading
-    done: threading.Event = field(default_factory=threading.Event)
-    cancelled: bool = False
+    lands_at: float = 0.0  # clock time at which the load completes
 
     @property
     def length(self) -> int:
@@ -33,24 +37,24 @@ class HostEntry:
 
 class HostTier:
     def __init__(
-        self, k_pool: list[torch.Tensor], v_pool: list[torch.Tensor], prefetch_s: float
+        self,
+        k_pool: list[torch.Tensor],
+        v_pool: list[torch.Tensor],
+        prefetch_s: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.k_pool, self.v_pool, self.prefetch_s = k_pool, v_pool, prefetch_s
+        self.k_pool, self.v_pool, self.prefetch_s, self.clock = k_pool, v_pool, prefetch_s, clock
         # keyed by the tokens before the leaf plus its first token (siblings differ there)
         self.entries: dict[tuple[int, ...], HostEntry] = {}
         self.loading: dict[tuple[int, ...], HostEntry] = {}
-        self.jobs: queue.Queue = queue.Queue()
-        self.lock = threading.Lock()  # a cancelled load must never write into reused slots
         self.loads = self.saves = 0
-        threading.Thread(target=self._worker, name="ppx-prefetch", daemon=True).start()
 
     def rebind(self, k_pool: list[torch.Tensor], v_pool: list[torch.Tensor]) -> None:
         """A new pool for the same layout (after a flip came back): loads under way targeted
         the old pool and are dropped; what was saved stays loadable."""
         self.cancel_all()
-        with self.lock:
-            self.k_pool, self.v_pool = k_pool, v_pool
-            self.loading.clear()
+        self.k_pool, self.v_pool = k_pool, v_pool
+        self.loading.clear()
 
     def save(self, path: list[int], start: int, slots: list[int]) -> None:
         """Called by eviction before the slots are freed: copy their KV to the host."""
@@ -65,8 +69,9 @@ class HostTier:
         self.saves += 1
 
     def pending_for(self, tokens: list[int], matched: int) -> bool:
-        """Is a load of what extends `tokens[:matched]` under way?"""
-        return tuple(tokens[: matched + 1]) in self.loading
+        """Is a load of what extends `tokens[:matched]` under way (not landed yet)?"""
+        e = self.loading.get(tuple(tokens[: matched + 1]))
+        return e is not None and self.clock() < e.lands_at
 
     def start_load(self, tokens: list[int], matched: int, alloc) -> bool:
         """If the host holds the continuation of `tokens[:matched]`, start loading it into
@@ -91,41 +96,32 @@ class HostTier:
             [v[:n] for v in e.v],
             slots,
         )
+        e.lands_at = self.clock() + self.prefetch_s  # the rank-local part: a slow host link
         self.loading[key] = e
-        self.jobs.put(e)
         return True
-
-    def _worker(self) -> None:
-        while True:
-            e = self.jobs.get()
-            time.sleep(self.prefetch_s)  # the rank-local part: a slow host link on this rank
-            with self.lock:
-                if e.cancelled:
-                    continue
-                idx = torch.tensor(e.slots, dtype=torch.int64, device=self.k_pool[0].device)
-                for layer, (k, v) in enumerate(zip(e.k, e.v)):
-                    self.k_pool[layer][idx] = k.to(self.k_pool[layer].device)
-                    self.v_pool[layer][idx] = v.to(self.v_pool[layer].device)
-                e.done.set()
 
     def cancel_all(self) -> list[int]:
         """Admissions come first: give back the slots of loads not landed yet (the host
         copies stay, loadable later)."""
         freed = []
-        with self.lock:
-            for key, e in list(self.loading.items()):
-                if e.done.is_set():
-                    continue
-                e.cancelled = True
-                freed += e.slots
-                del self.loading[key]
-                self.entries[key] = HostEntry(e.path, e.start, e.k, e.v)
+        now = self.clock()
+        for key, e in list(self.loading.items()):
+            if now >= e.lands_at:
+                continue
+            freed += e.slots
+            del self.loading[key]
+            self.entries[key] = HostEntry(e.path, e.start, e.k, e.v)
         return freed
 
     def finished(self) -> list[HostEntry]:
         """Loads whose copy completed; the caller inserts them into the tree (main thread)."""
-        out = [e for e in self.loading.values() if e.done.is_set()]
+        now = self.clock()
+        out = [e for e in self.loading.values() if now >= e.lands_at]
         for e in out:
+            idx = torch.tensor(e.slots, dtype=torch.int64, device=self.k_pool[0].device)
+            for layer, (k, v) in enumerate(zip(e.k, e.v)):
+                self.k_pool[layer][idx] = k.to(self.k_pool[layer].device)
+                self.v_pool[layer][idx] = v.to(self.v_pool[layer].device)
             del self.loading[e.path[: e.start + 1]]
             self.loads += 1
         return out

@@ -1,4 +1,4 @@
-"""gloo point-to-point transport over torch.distributed.
+"""gloo transport over torch.distributed (CPU processes, one rank each).
 
 gloo p2p is a rendezvous: an isend completes only when the peer posts the matching recv. Two
 traps shape this file: polling `irecv().is_completed()` never turns true without `wait()`,
@@ -13,11 +13,12 @@ import datetime
 import torch
 import torch.distributed as dist
 
+from ppx.engine.transport.base import Handle, Transport
 
-class GlooTransport:
+
+class GlooTransport(Transport):
     def __init__(self, rank: int, world: int, port: int, host: str = "127.0.0.1") -> None:
         self.rank, self.world = rank, world
-        self.payload_device = "cpu"  # where payload tensors travel from (nccl: this rank's GPU)
         dist.init_process_group(
             "gloo",
             init_method=f"tcp://{host}:{port}",
@@ -27,7 +28,7 @@ class GlooTransport:
             timeout=datetime.timedelta(seconds=600),
         )
 
-    def isend(self, dst: int, tag: int, tensor: torch.Tensor):
+    def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:
         return dist.isend(tensor.contiguous(), dst, tag=tag)
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
@@ -41,6 +42,14 @@ class GlooTransport:
     def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
         dist.broadcast(tensor, src)
         return tensor
+
+    def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        every = [torch.empty_like(tensor) for _ in range(self.world)]
+        dist.all_gather(every, tensor.contiguous())
+        return every
+
+    def barrier(self) -> None:
+        dist.barrier()
 
     def close(self) -> None:
         if dist.is_initialized():

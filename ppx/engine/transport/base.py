@@ -1,0 +1,68 @@
+"""The one seam between a rank and the wire: point-to-point, collectives and the clock.
+
+Everything a rank does to a peer goes through a `Transport`: gloo (CPU processes), nccl (one
+GPU per rank, payloads on the GPU) and sim (every rank of a run in one process, advanced one
+operation at a time by a deterministic scheduler). The rank's clock lives here too, because a
+simulated run has virtual time: the flip clock, channel delays, the readiness budget and the
+host tier's load-back all read `now()` / call `sleep()`, never `time` directly.
+
+Semantics every implementation keeps (the engine depends on them):
+- `isend` returns a handle whose `wait()` returns only when the peer's matching `recv` has
+  taken the tensor (gloo's rendezvous; nccl needs help to keep it, see nccl.py).
+- Messages are FIFO per (src, dst, tag).
+- A collective completes when every member has entered it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import torch
+
+
+class Abandoned(BaseException):
+    """Raised inside a rank whose run ended while it was parked on the wire (the simulator
+    unwinds its tasks this way; a gloo rank in that state is killed instead). Not an error:
+    a BaseException so the engine's `except Exception` never mistakes it for one."""
+
+
+class Handle(Protocol):
+    def wait(self) -> None: ...
+
+
+class Transport:
+    rank: int
+    world: int
+    payload_device: str = "cpu"  # where payload tensors travel from (nccl: this rank's GPU)
+
+    # -- point to point ------------------------------------------------------------------
+    def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:
+        raise NotImplementedError
+
+    def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    # -- collectives (every member calls them in the same order) --------------------------
+    def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        raise NotImplementedError
+
+    def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        raise NotImplementedError
+
+    def barrier(self) -> None:
+        raise NotImplementedError
+
+    # -- the clock -----------------------------------------------------------------------
+    def now(self) -> float:
+        """Seconds on this run's clock (wall time, or the simulator's virtual time)."""
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def close(self) -> None:
+        pass

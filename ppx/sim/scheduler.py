@@ -1,0 +1,170 @@
+"""The deterministic scheduler: tasks (rank loops, the frontend) advanced one operation at a
+time, the next task chosen by a strategy.
+
+Each task is a thread, but only the task holding the baton runs: a task gives the baton back
+at every scheduling point (every transport operation, every sleep) together with the
+condition under which it can go on, and the scheduler hands it to one of the tasks whose
+condition holds. So a run is a sequence of choices, and the same choices give the same run.
+
+Time is virtual: it advances by `step_s` per scheduling step, and jumps to the next wake-up
+(a sleep, a kill) when no task can run. No task runnable, none sleeping and work unfinished
+is a deadlock, found at once, without a stall timer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ppx.engine.transport.base import Abandoned as TaskKilled  # unwinds a parked task
+
+
+class ReplayMismatch(Exception):
+    """A replayed schedule met a choice point other than the one it recorded."""
+
+
+@dataclass
+class Task:
+    tid: int
+    name: str
+    fn: Callable[[], None]
+    go: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    pred: Callable[[], bool] | None = None  # None: runnable at once
+    wake_at: float | None = None  # a sleep's deadline (virtual seconds)
+    label: str = ""  # what it waits for, for the post-mortem
+    done: bool = False
+    abnormal: bool = False  # left through a stop or an error: the run ends now
+    killed: bool = False  # faults.kill_rank: parked for good
+    thread: threading.Thread | None = None
+
+    def ready(self) -> bool:
+        return not self.done and not self.killed and (self.pred is None or self.pred())
+
+
+class Scheduler:
+    def __init__(self, strategy, step_s: float, max_steps: int, max_time_s: float) -> None:
+        self.strategy = strategy
+        self.step_s, self.max_steps, self.max_time_s = step_s, max_steps, max_time_s
+        self.now = 0.0
+        self.steps = 0
+        self.tasks: list[Task] = []
+        self.kills: dict[int, float] = {}  # tid -> virtual time of its death
+        self.choices: list[tuple[int, int]] = []  # (chosen tid, ready mask) where >1 could run
+        self.mismatch: str | None = None
+        self._back = threading.Semaphore(0)
+        self._current: Task | None = None
+        self._ending = False
+
+    # -- building a run ----------------------------------------------------------------------
+    def spawn(self, name: str, fn: Callable[[], None]) -> Task:
+        t = Task(len(self.tasks), name, fn)
+        t.thread = threading.Thread(target=self._body, args=(t,), name=f"sim-{name}", daemon=True)
+        self.tasks.append(t)
+        t.thread.start()
+        return t
+
+    def kill_at(self, tid: int, at_s: float) -> None:
+        self.kills[tid] = at_s
+
+    def _body(self, t: Task) -> None:
+        t.go.acquire()
+        try:
+            if not t.killed:
+                t.fn()
+        except TaskKilled:
+            pass
+        except BaseException:  # noqa: BLE001 - the task's owner records why; we only end
+            t.abnormal = True
+        finally:
+            t.done = True
+            if not self._ending:
+                self._back.release()
+
+    # -- called from inside a task --------------------------------------------------------
+    @property
+    def current(self) -> Task:
+        assert self._current is not None, "a scheduling point outside a simulated task"
+        return self._current
+
+    def wait_until(
+        self, pred: Callable[[], bool] | None, label: str, wake_at: float | None = None
+    ) -> None:
+        """Give the baton back; resume once `pred` holds and the strategy picks this task."""
+        t = self.current
+        if self._ending or t.killed:
+            raise TaskKilled
+        t.pred, t.label, t.wake_at = pred, label, wake_at
+        self._back.release()
+        t.go.acquire()
+        if self._ending or t.killed:
+            raise TaskKilled
+        t.pred, t.label, t.wake_at = None, "", None
+
+    def point(self, label: str) -> None:
+        """A scheduling point where this task could go on at once (e.g. after an isend)."""
+        self.wait_until(None, label)
+
+    def sleep(self, seconds: float, label: str = "sleep") -> None:
+        wake = self.now + max(seconds, 0.0)
+        self.wait_until(lambda: self.now >= wake, label, wake)
+
+    # -- the run ------------------------------------------------------------------------------
+    def run(self) -> str:
+        """Advance until every task is done ("done"), a task left abnormally ("failed"), no
+        task can ever run again ("deadlock"), a bound is hit ("step_bound" / "time_bound"),
+        or a replay meets another choice point than recorded ("mismatch")."""
+        while True:
+            for tid, at in self.kills.items():
+                if self.now >= at and not self.tasks[tid].done:
+                    self.tasks[tid].killed = True
+            if any(t.abnormal for t in self.tasks):
+                return "failed"
+            live = [t for t in self.tasks if not t.done and not t.killed]
+            if not live:
+                return "done"
+            ready = [t for t in live if t.ready()]
+            if not ready:
+                wakes = [t.wake_at for t in live if t.wake_at is not None]
+                wakes += [at for tid, at in self.kills.items() if not self.tasks[tid].killed]
+                future = [w for w in wakes if w > self.now]
+                if not future:
+                    return "deadlock"
+                self.now = min(future)
+                continue
+            if self.steps >= self.max_steps:
+                return "step_bound"
+            if self.now > self.max_time_s:
+                return "time_bound"
+            if len(ready) == 1:
+                t = ready[0]
+            else:
+                mask = sum(1 << r.tid for r in ready)
+                try:
+                    tid = self.strategy.choose([r.tid for r in ready], len(self.choices), self)
+                except ReplayMismatch as e:
+                    self.mismatch = str(e)
+                    return "mismatch"
+                self.choices.append((tid, mask))
+                t = self.tasks[tid]
+            self.steps += 1
+            self.now += self.step_s
+            self._current = t
+            t.go.release()
+            self._back.acquire()
+            self._current = None
+
+    def blocked(self) -> dict[int, str]:
+        """What each parked task waits for (the simulator's own blocked-on record)."""
+        return {t.tid: t.label for t in self.tasks if not t.done}
+
+    def close(self) -> None:
+        """Unwind every parked thread (TaskKilled inside it) and join them: nothing outlives
+        the run."""
+        self._ending = True
+        for t in self.tasks:
+            if not t.done:
+                t.go.release()
+        for t in self.tasks:
+            if t.thread is not None:
+                t.thread.join(timeout=10)

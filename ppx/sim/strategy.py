@@ -1,0 +1,110 @@
+"""Strategies: which runnable task goes next at a choice point (after shuttle's schedulers).
+
+- `random`: uniform among the runnable tasks, from a seeded generator.
+- `pct`: probabilistic concurrency testing. Tasks get distinct random priorities; the highest
+  runnable one goes; at d - 1 random change points the running task drops below every other.
+  A bug that needs d ordering constraints is found with probability >= 1 / (n k^(d-1)).
+- `dfs`: bounded exhaustive search. A schedule is a prefix of forced choices followed by the
+  lowest runnable task; `DfsFrontier` walks the tree of choice points up to a bound.
+- `replay`: the choices of a saved schedule; a different choice point is a mismatch.
+"""
+
+from __future__ import annotations
+
+import random as _random
+
+from ppx.sim.scheduler import ReplayMismatch
+
+STRATEGIES = ("random", "pct", "dfs", "replay")
+
+
+class RandomStrategy:
+    def __init__(self, seed: int) -> None:
+        self.rng = _random.Random(seed)
+
+    def choose(self, ready: list[int], point: int, sched) -> int:
+        return ready[self.rng.randrange(len(ready))]
+
+
+class PctStrategy:
+    def __init__(self, seed: int, depth: int, num_tasks: int, horizon: int) -> None:
+        rng = _random.Random(seed)
+        # initial priorities are all above d, so a change point (priority < d) sinks a task
+        order = list(range(num_tasks))
+        rng.shuffle(order)
+        self.prio = {tid: depth + i for i, tid in enumerate(order)}
+        points = rng.sample(range(1, max(horizon, depth) + 1), max(depth - 1, 0))
+        self.change = {p: depth - 1 - i for i, p in enumerate(sorted(points))}
+
+    def choose(self, ready: list[int], point: int, sched) -> int:
+        tid = max(ready, key=lambda t: self.prio.get(t, 0))
+        low = self.change.get(point)
+        if low is not None:  # a change point: the task about to run sinks below all others
+            self.prio[tid] = low
+            tid = max(ready, key=lambda t: self.prio.get(t, 0))
+        return tid
+
+
+class PrefixStrategy:
+    """DFS's runner: forced choices (indices into the runnable list) up to the prefix, then
+    always the first runnable task. Records how many options each point had."""
+
+    def __init__(self, prefix: list[int]) -> None:
+        self.prefix = prefix
+        self.taken: list[tuple[int, int]] = []  # (index chosen, options) per choice point
+
+    def choose(self, ready: list[int], point: int, sched) -> int:
+        i = self.prefix[point] if point < len(self.prefix) else 0
+        i = min(i, len(ready) - 1)
+        self.taken.append((i, len(ready)))
+        return ready[i]
+
+
+class DfsFrontier:
+    """The bounded DFS over choice points: yields prefixes until the tree (limited to the
+    first `bound` choice points) is exhausted."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.next_prefix: list[int] | None = []
+        self.covered = 0
+
+    def record(self, taken: list[tuple[int, int]]) -> None:
+        """After a run: backtrack to the deepest point (within the bound) with an untried
+        option."""
+        self.covered += 1
+        taken = taken[: self.bound]
+        for depth in range(len(taken) - 1, -1, -1):
+            i, n = taken[depth]
+            if i + 1 < n:
+                self.next_prefix = [c for c, _ in taken[:depth]] + [i + 1]
+                return
+        self.next_prefix = None
+
+    @property
+    def exhausted(self) -> bool:
+        return self.next_prefix is None
+
+
+class ReplayStrategy:
+    def __init__(self, choices: list[tuple[int, int]]) -> None:
+        self.choices = choices
+
+    def choose(self, ready: list[int], point: int, sched) -> int:
+        mask = sum(1 << t for t in ready)
+        if point >= len(self.choices):
+            raise ReplayMismatch(
+                f"step {sched.steps}: choice point {point} is past the schedule's end "
+                f"({len(self.choices)} recorded)"
+            )
+        tid, want = self.choices[point]
+        if mask != want or tid not in ready:
+            raise ReplayMismatch(
+                f"step {sched.steps}: choice point {point} has runnable tasks "
+                f"{sorted(ready)}, the schedule recorded {_tids(want)} (chose {tid})"
+            )
+        return tid
+
+
+def _tids(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]

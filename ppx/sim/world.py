@@ -1,0 +1,231 @@
+"""A whole engine run in one process: the simulator's supervisor.
+
+The ranks are tasks running the same `RankLoop` (policies, channels, flip, TP phase) as a
+gloo run, over a `SimTransport`; the frontend (the request driver) is one more task, on the
+virtual clock. The outcome has the gloo supervisor's shape, so run.py writes the same run
+store, post-mortem and W&B run, with `transport: sim` in the choices.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import time
+import traceback
+from collections import deque
+
+from omegaconf import OmegaConf
+
+from ppx.engine.board import Board, F
+from ppx.engine.rank import RankArgs, serve, write_report
+from ppx.engine.transport.sim import SimTransport, SimWire
+from ppx.frontend.driver import Driver
+from ppx.frontend.workloads import Workload
+from ppx.sim.scheduler import Scheduler
+from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
+from ppx.supervisor import METRICS_EVERY_S, Supervisor
+from ppx.watch import postmortem
+from ppx.watch.waitfor import cycle_text, find_cycle, graph
+
+
+class SimQueue:
+    """The frontend <-> rank 0 queues; a blocking `get` is a scheduling point."""
+
+    def __init__(self, sched: Scheduler, name: str) -> None:
+        self.sched, self.name, self.items = sched, name, deque()
+
+    def put(self, item) -> None:
+        self.items.append(item)
+
+    def get_nowait(self):
+        if not self.items:
+            raise queue.Empty
+        return self.items.popleft()
+
+    def get(self, timeout: float):
+        if not self.items:
+            wake = self.sched.now + timeout
+            self.sched.wait_until(
+                lambda: bool(self.items) or self.sched.now >= wake, f"wait {self.name}", wake
+            )
+        return self.get_nowait()
+
+    def cancel_join_thread(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def make_strategy(x, num_tasks: int):
+    """The strategy of one run from the `explore` config (dfs runs come from ppx.explore)."""
+    if x.strategy == "pct":
+        return PctStrategy(int(x.seed), int(x.depth), num_tasks, int(x.horizon))
+    if x.strategy == "replay" or x.replay:
+        from ppx.sim.schedule import load
+
+        return ReplayStrategy(load(x.replay).choices)
+    return RandomStrategy(int(x.seed))
+
+
+class SimSupervisor(Supervisor):
+    """`run_dir=None` keeps nothing on disk (the explorer's runs): only the outcome."""
+
+    def __init__(self, cfg, run_dir: str | None, strategy=None) -> None:
+        super().__init__(cfg, run_dir)
+        x = cfg.explore
+        self.strategy = strategy or make_strategy(x, self.world + 1)
+        self.sched = Scheduler(
+            self.strategy, float(x.step_us) * 1e-6, int(x.max_steps), float(cfg.watch.max_run_s)
+        )
+
+    def _frontend(self) -> None:
+        sched, d = self.sched, self.driver
+        next_sample = 0.0
+        ranks = self.sched.tasks[: self.world]
+        while True:
+            d.pump()
+            d.collect()
+            if sched.now >= next_sample:
+                self._sample(sched.now)
+                next_sample = sched.now + METRICS_EVERY_S
+            if d.done:
+                d.request_shutdown()
+            if d.shutdown_sent and all(t.done for t in ranks):
+                return
+            wake = d.next_arrival if d.rate > 0 else d.deadline
+            if wake is not None and not d._more(wake):
+                wake = None
+
+            def can_go(wake=wake) -> bool:
+                return (
+                    bool(self.out_q.items)
+                    or (wake is not None and sched.now >= wake)
+                    or (d.done and not d.shutdown_sent)
+                    or (d.shutdown_sent and all(t.done for t in ranks))
+                )
+
+            sched.wait_until(can_go, "frontend: waiting for tokens", wake)
+
+    def _rank(self, a: RankArgs) -> None:
+        report, _ = serve(a, lambda: SimTransport(self.wire, a.rank), self.board)
+        self.reports[a.rank] = report
+        write_report(a, report)
+        if report["state"] != "done":
+            raise RuntimeError(report["state"])  # ends the run: the report says why
+
+    def run(self) -> dict:
+        typed = OmegaConf.to_object(self.cfg) if OmegaConf.is_config(self.cfg) else self.cfg
+        if self.run_dir:
+            os.makedirs(os.path.join(self.run_dir, "ranks"), exist_ok=True)
+        self.board = Board(None, self.world)
+        self.wire = SimWire(self.sched, self.world)
+        self.in_q, self.out_q = SimQueue(self.sched, "in_q"), SimQueue(self.sched, "out_q")
+        self.t0, self.procs = 0.0, []
+        wall0 = time.time()
+        self.driver = Driver(
+            Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+            self.in_q,
+            self.out_q,
+            0.0,
+            lambda: self.sched.now,
+        )
+        for r in range(self.world):
+            a = RankArgs(
+                r,
+                self.world,
+                0,
+                self.run_dir,
+                None,
+                typed,
+                0.0,
+                self.in_q if r == 0 else None,
+                self.out_q if r == 0 else None,
+            )
+            self.sched.spawn(f"rank{r}", lambda a=a: self._rank(a))
+        front = self.sched.spawn("frontend", self._frontend)
+        f = self.cfg.faults
+        if 0 <= f.kill_rank < self.world:  # counted from boot: virtual time starts there
+            self.sched.kill_at(f.kill_rank, float(f.kill_after_s))
+        try:
+            end = self.sched.run()
+            verdict, reason = self._verdict(end, front)
+            self._sample(self.sched.now)
+            pm = self._postmortem(verdict) if verdict != "served" else None
+        finally:
+            self.sched.close()
+        self.driver.finalize()
+        passes = [int(self.board.fields(r)[F.PASS]) for r in range(self.world)]
+        return {
+            "verdict": verdict,
+            "reason": reason,
+            "postmortem": pm,
+            "boot_s": 0.0,
+            "passes": max(passes),
+            "max_inflight": max(
+                int(self.board.fields(r)[F.MAX_INFLIGHT]) for r in range(self.world)
+            ),
+            "sim": {
+                "steps": self.sched.steps,
+                "virtual_s": round(self.sched.now, 6),
+                "choice_points": len(self.sched.choices),
+                "wall_s": round(time.time() - wall0, 3),
+            },
+        }
+
+    def _verdict(self, end: str, front) -> tuple[str, str]:
+        s = self.sched
+        if end == "mismatch":
+            return "mismatch", f"replay diverged from its schedule at {s.mismatch}"
+        if end == "failed":
+            if front.abnormal:
+                return "crashed", "frontend task failed"
+            for r in range(self.world):
+                rep = self.reports.get(r)
+                if rep is None or rep["state"] == "done":
+                    continue
+                if rep["state"] == "stopped":
+                    why = rep.get("stop_reason") or rep["error"]
+                    return ("livelocked" if why.startswith("livelock") else "stopped"), why
+                return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
+        if end == "deadlock":
+            dead = [t.tid for t in s.tasks[: self.world] if t.killed]
+            if dead:
+                return (
+                    "dead_peer",
+                    f"rank(s) {dead} gone (killed at {self.cfg.faults.kill_after_s}s)",
+                )
+            return "wedged", (
+                f"no task can run: deadlock found at step {s.steps} (virtual {s.now:.3f}s)"
+            )
+        if end in ("step_bound", "time_bound"):
+            bound = (
+                f"explore.max_steps={s.max_steps}"
+                if end == "step_bound"
+                else (f"watch.max_run_s={self.cfg.watch.max_run_s} (virtual)")
+            )
+            return "timeout", f"{bound} reached"
+        if not self.driver.shutdown_sent:
+            return "crashed", "every rank left the loop before shutdown"
+        return "served", ""
+
+    def _postmortem(self, verdict: str) -> dict:
+        records = [self.board.blocked_on(r) for r in range(self.world)]
+        cyc = find_cycle(graph(records))
+        out = {"cycle": cycle_text(cyc), "blocked_on": records}
+        if not self.run_dir:
+            return out
+        out = postmortem.write(self.run_dir, self.board, [], verdict, 0, 0.0, capture=False)
+        self._stacks(os.path.join(self.run_dir, "postmortem", "stacks"))
+        return out
+
+    def _stacks(self, stacks_dir: str) -> None:
+        """Every parked task's Python stack, and what the simulator says it waits for."""
+        frames = sys._current_frames()
+        for t in self.sched.tasks:
+            frame = frames.get(t.thread.ident) if t.thread else None
+            with open(os.path.join(stacks_dir, f"{t.name}.txt"), "w") as f:
+                f.write(f"# {t.name}: {'done' if t.done else 'waits: ' + t.label}\n")
+                if frame is not None and not t.done:
+                    f.write("".join(traceback.format_stack(frame)))
