@@ -150,7 +150,7 @@ class ExploreCfg:
     horizon: int = 20000  # pct: choice points over which change points are drawn
     bound: int = 0  # dfs: branch only at the first `bound` choice points (required, > 0)
     replay: str | None = None  # a schedule.txt to replay (strategy replay)
-    step_us: float = 200.0  # virtual time one scheduling step takes
+    step_us: float = 1000.0  # virtual time one scheduling step takes (a pp=3 pass: ~30 ms)
     max_steps: int = 2_000_000  # a run longer than this ends `timeout`
     batch: int = 25  # ppx.explore: one progress line per this many schedules
 

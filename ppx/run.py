@@ -65,7 +65,8 @@ def execute(
     if outcome["verdict"] != "served":  # the supervisor's own event: how the run ended
         events.append(
             {
-                "t_s": round(s["wall_s"], 6),
+                # the run's own clock: virtual time on sim, so a replay's events are identical
+                "t_s": round(outcome["sim"]["virtual_s"] if "sim" in outcome else s["wall_s"], 6),
                 "rank": -1,
                 "kind": outcome["verdict"],
                 "pass_id": -1,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import time
 import traceback
 from collections import deque
 
+import torch
 from omegaconf import OmegaConf
 
 from ppx.engine.board import Board, F
@@ -72,8 +72,9 @@ def make_strategy(x, num_tasks: int):
 class SimSupervisor(Supervisor):
     """`run_dir=None` keeps nothing on disk (the explorer's runs): only the outcome."""
 
-    def __init__(self, cfg, run_dir: str | None, strategy=None) -> None:
+    def __init__(self, cfg, run_dir: str | None, strategy=None, typed=None) -> None:
         super().__init__(cfg, run_dir)
+        self.typed = typed  # the typed config, when the caller (the explorer) made it once
         x = cfg.explore
         self.strategy = strategy or make_strategy(x, self.world + 1)
         self.sched = Scheduler(
@@ -116,7 +117,8 @@ class SimSupervisor(Supervisor):
             raise RuntimeError(report["state"])  # ends the run: the report says why
 
     def run(self) -> dict:
-        typed = OmegaConf.to_object(self.cfg) if OmegaConf.is_config(self.cfg) else self.cfg
+        typed = self.typed or OmegaConf.to_object(self.cfg)
+        torch.set_num_threads(1)  # one thread runs every rank, as each gloo rank has one
         if self.run_dir:
             os.makedirs(os.path.join(self.run_dir, "ranks"), exist_ok=True)
         self.board = Board(None, self.world)
@@ -222,9 +224,8 @@ class SimSupervisor(Supervisor):
 
     def _stacks(self, stacks_dir: str) -> None:
         """Every parked task's Python stack, and what the simulator says it waits for."""
-        frames = sys._current_frames()
         for t in self.sched.tasks:
-            frame = frames.get(t.thread.ident) if t.thread else None
+            frame = self.sched.stack(t)
             with open(os.path.join(stacks_dir, f"{t.name}.txt"), "w") as f:
                 f.write(f"# {t.name}: {'done' if t.done else 'waits: ' + t.label}\n")
                 if frame is not None and not t.done:
