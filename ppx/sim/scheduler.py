@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import greenlet
+import torch
 
 from ppx.engine.transport.base import Abandoned as TaskKilled  # unwinds a parked task
 
@@ -112,6 +113,14 @@ class Scheduler:
         task can ever run again ("deadlock"), a bound is hit ("step_bound" / "time_bound"),
         or a replay meets another choice point than recorded ("mismatch")."""
         self._main = greenlet.getcurrent()
+        # torch keeps grad / inference mode in thread-local state, and every task shares
+        # this thread: a task's `with inference_mode()` would leak into the task it switches
+        # to. Holding inference mode around the whole run makes every task's enter/exit a
+        # no-op (the engine never needs autograd).
+        with torch.inference_mode():
+            return self._run()
+
+    def _run(self) -> str:
         while True:
             for tid, at in self.kills.items():
                 if self.now >= at and not self.tasks[tid].done:

@@ -86,8 +86,8 @@ class SimSupervisor(Supervisor):
         next_sample = 0.0
         ranks = self.sched.tasks[: self.world]
         while True:
-            d.pump()
             d.collect()
+            d.pump()  # after collecting: a finished request frees its place in the closed loop
             if sched.now >= next_sample:
                 self._sample(sched.now)
                 next_sample = sched.now + METRICS_EVERY_S
