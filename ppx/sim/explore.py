@@ -8,6 +8,7 @@ post-mortem, W&B) with `python -m ppx.run ... explore.replay=PATH`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -56,6 +57,8 @@ def explore(cfg, out_dir: str, overrides: list[str], echo=print) -> Exploration:
     frontier = DfsFrontier(int(x.bound)) if x.strategy == "dfs" else None
     ex = Exploration()
     typed = OmegaConf.to_object(cfg)
+    os.makedirs(out_dir, exist_ok=True)
+    log = open(os.path.join(out_dir, "ranks.log"), "w")
     t0 = time.time()
     for i in range(n):
         if frontier is not None:
@@ -67,7 +70,8 @@ def explore(cfg, out_dir: str, overrides: list[str], echo=print) -> Exploration:
         else:
             strategy = RandomStrategy(seed0 + i)
         sup = SimSupervisor(cfg, None, strategy, typed)
-        out = sup.run()
+        with contextlib.redirect_stderr(log):  # the ranks' warnings: ranks.log, not the screen
+            out = sup.run()
         if frontier is not None:
             frontier.record(strategy.taken)
         cycle = (out.get("postmortem") or {}).get("cycle")
@@ -101,6 +105,7 @@ def explore(cfg, out_dir: str, overrides: list[str], echo=print) -> Exploration:
             rate = (i + 1) / max(time.time() - t0, 1e-9)
             echo(f"ppx.explore: {i + 1}/{n} schedules {counts} ({rate:.1f} schedules/s)")
     ex.wall_s = time.time() - t0
+    log.close()
     if frontier is not None:
         ex.covered, ex.exhausted = frontier.covered, frontier.exhausted
     return ex

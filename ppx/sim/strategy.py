@@ -87,10 +87,25 @@ class DfsFrontier:
 
 
 class ReplayStrategy:
-    def __init__(self, choices: list[tuple[int, int]]) -> None:
-        self.choices = choices
+    """Exact replay. With `then` (a fallback strategy) it is a prefix replay instead: the
+    recorded choices are followed while they match, then `then` decides -- how a regression
+    test keeps driving a found schedule's prefix after the code under it changed."""
+
+    def __init__(self, choices: list[tuple[int, int]], then=None) -> None:
+        self.choices, self.then = choices, then
+        self.diverged_at: int | None = None
 
     def choose(self, ready: list[int], point: int, sched) -> int:
+        if self.then is not None:
+            if self.diverged_at is None:
+                try:
+                    return self._exact(ready, point, sched)
+                except ReplayMismatch:
+                    self.diverged_at = point
+            return self.then.choose(ready, point, sched)
+        return self._exact(ready, point, sched)
+
+    def _exact(self, ready: list[int], point: int, sched) -> int:
         mask = sum(1 << t for t in ready)
         if point >= len(self.choices):
             raise ReplayMismatch(

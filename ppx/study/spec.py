@@ -64,6 +64,9 @@ class Study:
     group: str | None = None  # W&B group; defaults to the study name
     columns: list[str] = field(default_factory=list)  # table/grid keys; empty = varied keys
     path: Path | None = None
+    # `run`: each cell is one run (python -m ppx.run); `explore`: each cell is an exploration
+    # of many simulated schedules (python -m ppx.explore), whose summary has frac_<verdict>
+    runner: str = "run"
 
     @property
     def explicit(self) -> bool:
@@ -118,6 +121,7 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
     # `defs` is never read: it is where a study keeps YAML anchors (`&A`) that its cells
     # merge in (`<<: *A`), so families of cells share their common overrides.
     known = {"question", "base", "sweep", "cells", "launcher", "expect", "group", "columns", "defs"}
+    known |= {"runner"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"study {name}: unknown keys {unknown} (known: {sorted(known)})")
@@ -137,7 +141,11 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
     columns = data.get("columns") or []
     if not isinstance(columns, list):
         raise ValueError(f"study {name}: `columns` must be a list of override keys")
+    runner = str(data.get("runner", "run"))
+    if runner not in ("run", "explore"):
+        raise ValueError(f"study {name}: runner must be run or explore, got {runner!r}")
     return Study(
+        runner=runner,
         name=name,
         question=str(data["question"]).strip(),
         base=[str(b) for b in data.get("base") or []],

@@ -26,10 +26,10 @@ from ppx.study.spec import Cell, Study, fmt_value, norm_key
 RUN_CMD_ENV = "PPX_STUDY_RUN_CMD"  # e.g. "python -m ppx.run" (tests point it at a fake)
 
 
-def run_command() -> list[str]:
+def run_command(runner: str = "run") -> list[str]:
     if os.environ.get(RUN_CMD_ENV):
         return shlex.split(os.environ[RUN_CMD_ENV])
-    return [sys.executable, "-m", "ppx.run"]
+    return [sys.executable, "-m", f"ppx.{runner}"]
 
 
 def _flatten(prefix: str, value: Any) -> list[str]:
@@ -52,7 +52,7 @@ def build_commands(study: Study, runs_dir: Path, extra: list[str]) -> list[list[
     """The multirun command lines: one for a cartesian sweep (Hydra expands it), one per
     cell for an explicit cell list (Hydra's basic sweeper only does products), each cell
     pinned to its own sub-directory so job numbers cannot collide."""
-    head = run_command() + ["-m", *launcher_overrides(study.launcher)]
+    head = run_command(study.runner) + ["-m", *launcher_overrides(study.launcher)]
     head.append(f"hydra.sweep.dir={runs_dir}")
     common = list(study.base) + list(extra)
     if study.group:
