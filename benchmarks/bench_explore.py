@@ -18,19 +18,8 @@ import time
 import _common
 
 WEDGES = ["flush_before_decision", "blocking_lap", "decision_after_launch"]
-# the explorer's workload: small enough that a schedule is a few hundred scheduling steps
-EXPLORE = [
-    "pp=3",
-    "model=micro",
-    "workload.num_requests=4",
-    "workload.max_new=4",
-    "workload.prefix_len=16",
-    "workload.concurrency=4",
-    "engine.kv.pool_tokens=256",
-    "engine.max_reqs=8",
-    "engine/admission=decision",
-    "engine/ordering=decision_first",
-]
+# the explorer's engine (conf/exp/micro_load.yaml) at pp=3 on the reference ordering
+EXPLORE = ["+exp=micro_load", "pp=3", "engine/admission=decision", "engine/ordering=decision_first"]
 
 
 def timed_run(*overrides: str) -> tuple[float, dict]:

@@ -246,16 +246,18 @@ class Supervisor:
         for r in range(self.world):
             self._report(r)
         self.driver.finalize()
-        passes = [int(self.board.fields(r)[F.PASS]) for r in range(self.world)]
+        return self.outcome(verdict, reason, pm, getattr(self, "boot_s", None))
+
+    def outcome(self, verdict: str, reason: str, pm: dict | None, boot_s: float | None) -> dict:
+        """The raw outcome run.py turns into the store (the board's totals included)."""
+        f = [self.board.fields(r) for r in range(self.world)]
         return {
             "verdict": verdict,
             "reason": reason,
             "postmortem": pm,
-            "boot_s": getattr(self, "boot_s", None),
-            "passes": max(passes),
-            "max_inflight": max(
-                int(self.board.fields(r)[F.MAX_INFLIGHT]) for r in range(self.world)
-            ),
+            "boot_s": boot_s,
+            "passes": max(int(x[F.PASS]) for x in f),
+            "max_inflight": max(int(x[F.MAX_INFLIGHT]) for x in f),
         }
 
     def _teardown(self) -> None:

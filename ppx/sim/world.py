@@ -17,7 +17,7 @@ from collections import deque
 import torch
 from omegaconf import OmegaConf
 
-from ppx.engine.board import Board, F
+from ppx.engine.board import Board
 from ppx.engine.rank import RankArgs, serve, write_report
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
@@ -158,16 +158,7 @@ class SimSupervisor(Supervisor):
         finally:
             self.sched.close()
         self.driver.finalize()
-        passes = [int(self.board.fields(r)[F.PASS]) for r in range(self.world)]
-        return {
-            "verdict": verdict,
-            "reason": reason,
-            "postmortem": pm,
-            "boot_s": 0.0,
-            "passes": max(passes),
-            "max_inflight": max(
-                int(self.board.fields(r)[F.MAX_INFLIGHT]) for r in range(self.world)
-            ),
+        return self.outcome(verdict, reason, pm, 0.0) | {
             "sim": {
                 "steps": self.sched.steps,
                 "virtual_s": round(self.sched.now, 6),

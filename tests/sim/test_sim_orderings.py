@@ -9,18 +9,7 @@ from ppx_helpers import compose
 
 from ppx.sim.explore import explore
 
-SMALL = [
-    "pp=3",
-    "model=micro",
-    "workload.num_requests=4",
-    "workload.max_new=4",
-    "workload.prefix_len=16",
-    "workload.concurrency=4",
-    "engine.kv.pool_tokens=256",
-    "engine.max_reqs=8",
-    "engine.transport=sim",
-    "logger=none",
-]
+SMALL = ["+exp=micro_load", "pp=3", "logger=none"]
 
 WEDGES = {
     # preset: (cycle ranks, words on the cycle) -- as conf/engine/ordering/<preset>.yaml says
