@@ -1,0 +1,73 @@
+"""`python -m ppx.explore` as a user runs it: the table, the summary, the saved failure and a
+replay command that, pasted, reproduces the failure as a full run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pandas as pd
+from ppx_helpers import ROOT
+
+BASE = ["+exp=micro_load", "pp=3", "engine/admission=decision", "logger=none"]
+
+
+def explore(out_dir, *overrides):
+    args = [sys.executable, "-m", "ppx.explore", f"hydra.run.dir={out_dir}", *BASE, *overrides]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_explore_writes_table_summary_and_a_replayable_failure(tmp_path):
+    out = tmp_path / "ex"
+    proc = explore(
+        out,
+        "engine/ordering=decision_after_launch",
+        "explore.strategy=pct",
+        "explore.schedules=6",
+        "explore.batch=3",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("ppx.explore: 3/6") == 1 and "ppx.explore: 6/6" in proc.stdout
+    table = pd.read_parquet(out / "explore.parquet")
+    assert list(table.columns) == [
+        "schedule",
+        "verdict",
+        "reason",
+        "cycle",
+        "tokens",
+        "served",
+        "steps",
+        "virtual_s",
+    ]
+    assert len(table) == 6 and set(table["verdict"]) == {"wedged"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frac_wedged"] == 1.0 and summary["explored"] == 6
+    replay = next(line for line in proc.stdout.splitlines() if "replay: " in line)
+    cmd = shlex.split(replay.split("replay: ", 1)[1])
+    assert cmd[:3] == ["python", "-m", "ppx.run"]
+    run_dir = tmp_path / "replayed"
+    again = subprocess.run(
+        [sys.executable, *cmd[1:], f"hydra.run.dir={run_dir}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert again.returncode == 1 and s["verdict"] == "wedged"
+    assert s["cycle"] == table["cycle"].iloc[0]
+    assert os.path.exists(run_dir / "postmortem" / "waitfor.png")
+
+
+def test_explore_refuses_bad_strategies_before_running(tmp_path):
+    for extra, words in (
+        (["explore.strategy=bogus"], "explore.strategy='bogus'"),
+        (["explore.strategy=dfs"], "needs a bound"),
+        (["explore.strategy=replay"], "replay one schedule with python -m ppx.run"),
+    ):
+        proc = explore(tmp_path / "bad", "engine/ordering=decision_first", *extra)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr[-800:]
+        assert not (tmp_path / "bad" / "explore.parquet").exists()
