@@ -72,9 +72,12 @@ def make_strategy(x, num_tasks: int):
 class SimSupervisor(Supervisor):
     """`run_dir=None` keeps nothing on disk (the explorer's runs): only the outcome."""
 
-    def __init__(self, cfg, run_dir: str | None, strategy=None, typed=None) -> None:
+    def __init__(
+        self, cfg, run_dir: str | None, strategy=None, typed=None, models: dict | None = None
+    ) -> None:
         super().__init__(cfg, run_dir)
-        self.typed = typed  # the typed config, when the caller (the explorer) made it once
+        # what the explorer builds once for all its schedules: the typed config, the models
+        self.typed, self.models = typed, models
         x = cfg.explore
         self.strategy = strategy or make_strategy(x, self.world + 1)
         self.sched = Scheduler(
@@ -144,6 +147,7 @@ class SimSupervisor(Supervisor):
                 0.0,
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
+                self.models,
             )
             self.sched.spawn(f"rank{r}", lambda a=a: self._rank(a))
         front = self.sched.spawn("frontend", self._frontend)
