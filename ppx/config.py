@@ -116,6 +116,11 @@ class FaultsCfg:
     pool_tokens: int = 0
     lifo_rank: int = -1  # this rank scans its waiting queue newest-first (a scheduling skew)
     drop_void_output: bool = False  # the last rank sends no void output (the pre-#797 bug)
+    # corrupt_token: the last rank sends a wrong id for this request's token at this output
+    # position (-1 off; -2 = the last rank, whatever pp is); only the oracle can tell
+    corrupt_rank: int = -1
+    corrupt_rid: int = 0
+    corrupt_position: int = 0
 
 
 @dataclass
@@ -298,6 +303,12 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
     if merged.engine.guard.name not in ("off", "rid", "prefix"):
         raise ConfigError(f"engine.guard.name={merged.engine.guard.name!r}: off | rid | prefix")
+    f = merged.faults
+    if f.corrupt_rank >= 0 and f.corrupt_rank != pp - 1 or f.corrupt_rank < -2:
+        raise ConfigError(
+            f"faults.corrupt_rank={f.corrupt_rank}: tokens are sampled on the last rank "
+            f"({pp - 1}, or -2 for whichever is last; -1 = off)"
+        )
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
     from ppx.engine.loop import parse_ordering
