@@ -28,6 +28,27 @@ def _pct(values: list[float], q: float) -> float | None:
     return round(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1], 3)
 
 
+# the config choices, in the order every table shows them: summary.json's `choices`, the W&B
+# run's flat config keys, the analysis frame's columns
+CHOICE_KEYS = (
+    "exp",
+    "pp",
+    "tp",
+    "seed",
+    "device",
+    "model",
+    "workload",
+    "admission",
+    "ordering",
+    "guard",
+    "kernels",
+    "flip",
+    "faults",
+    "readiness",
+    "transport",
+)
+
+
 def choices_of(cfg, exp: str | None) -> dict:
     e = cfg.engine
     return {
