@@ -121,6 +121,11 @@ class FaultsCfg:
     corrupt_rank: int = -1
     corrupt_rid: int = 0
     corrupt_position: int = 0
+    # lose_message: rank `lose_rank` counts its `lose_kind` message number `lose_seq` as sent
+    # but never posts it; the receiver meets the next seq and the run ends `mismatch`
+    lose_rank: int = -1
+    lose_kind: str | None = None  # chain | proxy | output | decision | lap
+    lose_seq: int = 0
 
 
 @dataclass
@@ -304,6 +309,12 @@ def validate(cfg: DictConfig) -> DictConfig:
     if merged.engine.guard.name not in ("off", "rid", "prefix"):
         raise ConfigError(f"engine.guard.name={merged.engine.guard.name!r}: off | rid | prefix")
     f = merged.faults
+    from ppx.core import Kind
+
+    for key in ("delay_kind", "lose_kind"):
+        kind = f[key]
+        if kind is not None and str(kind).upper() not in Kind.__members__:
+            raise ConfigError(f"faults.{key}={kind!r}: {' | '.join(k.label for k in Kind)}")
     if f.corrupt_rank >= 0 and f.corrupt_rank != pp - 1 or f.corrupt_rank < -2:
         raise ConfigError(
             f"faults.corrupt_rank={f.corrupt_rank}: tokens are sampled on the last rank "

@@ -12,6 +12,7 @@ import time
 
 from omegaconf import OmegaConf
 
+from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
@@ -97,7 +98,7 @@ class Supervisor:
         for _r, rep, _ in exited:
             if rep is not None and rep["state"] == "stopped":
                 reason = rep["stop_reason"] or rep["error"]
-                return ("livelocked" if reason.startswith("livelock") else "stopped"), reason
+                return stop_verdict(reason), reason
         for r, rep, code in exited:  # killed: its peers' connection errors follow from it
             if rep is None:
                 return "dead_peer", f"rank{r} exited with code {code} and no report"
@@ -182,7 +183,8 @@ class Supervisor:
             )
             next_sample = self.t0
             f = self.cfg.faults
-            kill_at = self.t0 + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
+            # counted from boot (as on sim), so the kill never lands while the ranks start
+            kill_at = time.time() + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
             while verdict is None:
                 if kill_at is not None and time.time() >= kill_at:  # faults: a rank dies
                     os.kill(self.procs[f.kill_rank].pid, signal.SIGKILL)
@@ -214,7 +216,7 @@ class Supervisor:
                 if v == "dead_peer":
                     verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
                 elif v == "mismatch":
-                    verdict, reason = v, f"channel mismatch: {wd.mismatch}"
+                    verdict, reason = v, f"{CHANNEL_MISMATCH}{wd.mismatch}"
                 elif v == "wedged":
                     held = min(b["since_s"] for b in wd.blocked() if b)
                     verdict, reason = (

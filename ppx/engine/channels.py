@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 
 import torch
 
-from ppx.core import Kind, Message, StopRun
+from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
 from ppx.engine.transport.base import Transport
 
@@ -74,6 +74,7 @@ class Channels:
         self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
         self.seq_in: dict[tuple[int, int], int] = defaultdict(int)
         self.delays: dict[int, float] = {}  # kind -> seconds injected before a send (faults)
+        self.lose: tuple[int, int] | None = None  # faults.lose_*: (kind, seq) never posted
         self.readiness_budget_s: float | None = None
 
     # -- send side -----------------------------------------------------------------------
@@ -81,6 +82,8 @@ class Channels:
         key = (dst, int(msg.kind))
         msg.seq = self.seq_out[key]
         self.seq_out[key] += 1
+        if self.lose == (int(msg.kind), msg.seq):  # faults.lose_message: counted, never posted
+            return
         if msg.kind in self.delays:  # faults: a slow link (a virtual sleep in the simulator)
             self.t.sleep(self.delays[msg.kind])
         self.board.sent[dst, msg.kind] += 1
@@ -116,6 +119,12 @@ class Channels:
         return decode_header(buf)
 
     def _pull(self, src: int, msg: Message, metas) -> Message:
+        want = self.seq_in[(src, int(msg.kind))]
+        if msg.seq != want:  # a message lost or doubled on the way: every later one is shifted
+            raise StopRun(
+                f"{CHANNEL_MISMATCH}rank{self.rank} expects {msg.kind.label} seq={want} from "
+                f"rank{src}, which sent seq={msg.seq} (slot={msg.slot} pass={msg.pass_id})"
+            )
         if metas is not None:
             for dtype, shape in metas:
                 out = torch.empty(shape, dtype=dtype, device=self.t.payload_device)

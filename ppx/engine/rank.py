@@ -79,6 +79,8 @@ class RankLoop(PassSteps):
             ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
         if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):
             ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
+        if cfg.faults.lose_kind and cfg.faults.lose_rank == a.rank:
+            ch.lose = (int(Kind[cfg.faults.lose_kind.upper()]), int(cfg.faults.lose_seq))
         self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
         self.t, self.ch, self.board, self.events = t, ch, rb, events
         self.prev, self.next, self.is_first, self.is_last = (

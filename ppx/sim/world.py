@@ -17,6 +17,7 @@ from collections import deque
 import torch
 from omegaconf import OmegaConf
 
+from ppx.core import stop_verdict
 from ppx.engine.board import Board
 from ppx.engine.rank import RankArgs, serve, write_report
 from ppx.engine.transport.sim import SimTransport, SimWire
@@ -184,7 +185,7 @@ class SimSupervisor(Supervisor):
                     continue
                 if rep["state"] == "stopped":
                     why = rep.get("stop_reason") or rep["error"]
-                    return ("livelocked" if why.startswith("livelock") else "stopped"), why
+                    return stop_verdict(why), why
                 return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
         if end == "deadlock":
             dead = [t.tid for t in s.tasks[: self.world] if t.killed]
