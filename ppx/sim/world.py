@@ -175,6 +175,12 @@ class SimSupervisor(Supervisor):
         s = self.sched
         if end == "mismatch":
             return "mismatch", f"replay diverged from its schedule at {s.mismatch}"
+        st = self.strategy
+        if isinstance(st, ReplayStrategy) and st.then is None and len(s.choices) < len(st.choices):
+            return "mismatch", (
+                f"replay diverged from its schedule at step {s.steps}: the run ended after "
+                f"{len(s.choices)} of its {len(st.choices)} recorded choice points"
+            )
         if end == "failed":
             if front.abnormal:
                 return "crashed", "frontend task failed"
