@@ -98,9 +98,7 @@ class SimSupervisor(Supervisor):
                 d.request_shutdown()
             if d.shutdown_sent and all(t.done for t in ranks):
                 return
-            wake = d.next_arrival if d.rate > 0 else d.deadline
-            if wake is not None and not d._more(wake):
-                wake = None
+            wake = d.next_wake()
 
             def can_go(wake=wake) -> bool:
                 return (
