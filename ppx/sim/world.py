@@ -99,9 +99,7 @@ class SimSupervisor(Supervisor):
                 d.request_shutdown()
             if d.shutdown_sent and all(t.done for t in ranks):
                 return
-            wake = d.next_arrival if d.rate > 0 else d.deadline
-            if wake is not None and not d._more(wake):
-                wake = None
+            wake = d.next_wake()
 
             def can_go(wake=wake) -> bool:
                 return (
@@ -176,6 +174,12 @@ class SimSupervisor(Supervisor):
         s = self.sched
         if end == "mismatch":
             return "mismatch", f"replay diverged from its schedule at {s.mismatch}"
+        st = self.strategy
+        if isinstance(st, ReplayStrategy) and st.then is None and len(s.choices) < len(st.choices):
+            return "mismatch", (
+                f"replay diverged from its schedule at step {s.steps}: the run ended after "
+                f"{len(s.choices)} of its {len(st.choices)} recorded choice points"
+            )
         if end == "failed":
             if front.abnormal:
                 return "crashed", "frontend task failed"
