@@ -183,8 +183,10 @@ class Supervisor:
             )
             next_sample = self.t0
             f = self.cfg.faults
-            # counted from boot (as on sim), so the kill never lands while the ranks start
-            kill_at = time.time() + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
+            # the run's clocks (a kill, max_run_s) count from boot, as on sim: a slow start on a
+            # loaded machine neither eats the run's time nor lands a kill in the middle of it
+            booted = time.time()
+            kill_at = booted + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
             while verdict is None:
                 if kill_at is not None and time.time() >= kill_at:  # faults: a rank dies
                     os.kill(self.procs[f.kill_rank].pid, signal.SIGKILL)
@@ -223,7 +225,7 @@ class Supervisor:
                         v,
                         f"every rank blocked for at least {held:.1f}s with no progress",
                     )
-                elif now - self.t0 > float(w.max_run_s):
+                elif now - booted > float(w.max_run_s):
                     verdict = "straggler" if wd.status == "straggler" else "timeout"
                     reason = f"watch.max_run_s={w.max_run_s} reached ({wd.status})"
                 elif self.driver.shutdown_sent and wd.stalled_for > SHUTDOWN_GRACE_S:

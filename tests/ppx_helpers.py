@@ -69,6 +69,14 @@ def run_inproc(run_dir: str, *overrides: str) -> dict:
     return summary
 
 
+def shape(cycle: str) -> str:
+    """The cycle's ranks and channel operations; the slot is wherever the first request
+    landed, which depends on when it arrived."""
+    import re
+
+    return re.sub(r" slot=\d+", "", cycle)
+
+
 def outputs(run_dir: str) -> dict[int, list[int]]:
     import pandas as pd
 
