@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 UNRESOLVED = -1  # the follower could not measure its coverage (e.g. a prefetch pending)
+POOL_SHORT = -2  # the follower holds the prefix but its pool cannot hold the rest: no floor
 
 
 def prefix_key(tokens: list[int], length: int) -> str:
@@ -31,7 +32,7 @@ class Guard:
         self.prefix_floor: dict[str, int] = {}
         self.defers: dict[int, int] = {}  # rid -> unresolved reports so far
         self.hold: set[int] = set()
-        self.floors_learned = self.clamps = self.unresolved = 0
+        self.floors_learned = self.clamps = self.unresolved = self.pool_short = 0
 
     def clamp(self, rid: int, tokens: list[int], local: int) -> int | None:
         """The `told` rank 0 offers for `rid`; None = defer this request for now."""
@@ -55,6 +56,9 @@ class Guard:
         return local
 
     def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
+        if local == POOL_SHORT:
+            self.pool_short += 1  # capacity, not coverage: a floor here would cost reuse
+            return
         if local == UNRESOLVED:
             self.unresolved += 1  # counted with the guard off too: it is what the rank said
         if self.mode == "off":

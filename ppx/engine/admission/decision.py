@@ -16,7 +16,7 @@ from ppx.core import Flag, Kind, Message, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
 from ppx.engine.board import F
-from ppx.engine.guard import UNRESOLVED, Guard
+from ppx.engine.guard import POOL_SHORT, UNRESOLVED, Guard
 
 
 class DecisionPolicy(Policy):
@@ -139,8 +139,6 @@ class DecisionPolicy(Policy):
             ok = local != UNRESOLVED and (
                 local == e.prefix_len if req is s.chunked else local >= e.prefix_len
             )
-            if ok and req is not s.chunked and not s.cache.can_admit(s.need_of(req, e.prefix_len)):
-                ok = False
             if not ok:
                 obs.append([ctx.rank, e.rid, e.prefix_len, local])
         if obs:
@@ -150,6 +148,12 @@ class DecisionPolicy(Policy):
         for e in entries:
             req = s.reqs[e.rid]
             got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
+            if got is None:
+                # this rank's pool cannot hold what it is told (admissions earlier in this
+                # same decision took the room): the same refusal as a missing prefix, never
+                # an exception; the void rolls back what this pass admitted so far
+                self.retract(p, entries, [[ctx.rank, e.rid, e.prefix_len, POOL_SHORT]])
+                return
             admitted.append(got)
             if got.extend_len != e.extend_len or got.final != e.final:
                 ctx.stop(
