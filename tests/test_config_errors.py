@@ -19,6 +19,18 @@ CASES = [
         ["engine.transport=nccl"],
         "engine.transport=nccl needs device=cuda and one CUDA device per rank",
     ),
+    # protocol switches a policy ignores, or that mean nothing together (issue 14)
+    (
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=stop",
+        ],
+        "engine.admission.on_refusal=stop is ignored by engine/admission=decision",
+    ),
+    (["engine.admission.on_refusal=void"], "ignored by engine/admission=rank_local"),
+    (["engine/guard=rid", "engine.guard.prefix_clear=never"], "needs engine/guard=prefix"),
+    (["engine.guard.miss=none"], "engine.guard.miss='none': sentinel | zero"),
 ]
 
 

@@ -204,6 +204,9 @@ class Scheduler:
                 continue
             if req.row >= 0:
                 self._rollback_unlaunched(req)
+            if not e.continues and e.prefix_len == req.cached:
+                # the admission ran nowhere: its reuse was offered, never kept
+                self.cached_tokens -= req.cached
             self.requeue(req)
             requeued.append(req)
         if self.inflight[batch.slot] is batch:

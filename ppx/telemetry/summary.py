@@ -15,6 +15,8 @@ GROUP_COUNTERS = [
     "guard_floors_learned",
     "guard_clamps",
     "unresolved",
+    "escalations",
+    "prefix_floors_cleared",
     "retracted_at_flip",
     "reprefill_tokens",
 ]

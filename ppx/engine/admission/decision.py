@@ -26,7 +26,14 @@ class DecisionPolicy(Policy):
         self.name = "forwarded" if forwarded else "decision"
         self.forwarded = forwarded
         self.on_refusal = cfg.engine.admission.on_refusal
-        self.guard = Guard(cfg.engine.guard.name, int(cfg.engine.guard.defer_cap))
+        g = cfg.engine.guard
+        self.guard = Guard(
+            g.name,
+            int(g.defer_cap),
+            miss=getattr(g, "miss", "sentinel"),
+            prefix_clear=getattr(g, "prefix_clear", "serve"),
+            on_escalate=self.escalate,
+        )
         self.livelock_passes = int(cfg.engine.livelock_passes)
         self.void_streak: list[tuple[int, int, int]] = []
         self.laps = 0
@@ -136,6 +143,7 @@ class DecisionPolicy(Policy):
             local = req.computed if req is s.chunked else self.local_match(req)
             if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
                 local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
+            local = self.guard.read_miss(local)  # engine.guard.miss=zero: a false 0
             ok = local != UNRESOLVED and (
                 local == e.prefix_len if req is s.chunked else local >= e.prefix_len
             )
@@ -198,6 +206,12 @@ class DecisionPolicy(Policy):
         if not msg.flags & Flag.VOID:
             if ctx.is_first and msg.tensors and msg.tensors[0].numel():
                 self.void_streak.clear()
+            if ctx.is_first and batch.mode == "prefill":
+                # every rank computed these prompts: a floor over them is stale (#963)
+                for e in batch.entries:
+                    req = self.sched.reqs.get(e.rid)
+                    if req is not None:
+                        self.guard.prefix_served(req.tokens[: e.end])
             return False
         obs = msg.tensors[1].tolist() if len(msg.tensors) > 1 else []
         if ctx.is_first:  # the guard learns before the requests are re-offered
@@ -238,6 +252,15 @@ class DecisionPolicy(Policy):
                     f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
                     f"served (TP phase); (rid, told, local) repeating: {sorted(set(self.void_streak))[:4]}"
                 )
+
+    def escalate(self, rid: int, reports: int) -> None:
+        """The defer cap ran out for `rid`: its next offer is told=0 (sgl-project#944)."""
+        msg = (
+            f"escalation rid={rid}: {reports} unresolved reports > "
+            f"engine.guard.defer_cap={self.guard.defer_cap}; next told=0"
+        )
+        print(f"ppx warning: {msg}", file=sys.stderr)
+        self.ctx.events.emit("escalation", -1, -1, rid, self.ctx.epoch, msg)
 
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
