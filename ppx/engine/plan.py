@@ -28,9 +28,14 @@ if TYPE_CHECKING:
 class Planner:
     """Builds a rank's plan per phase; models and host tiers are kept across flips."""
 
-    def __init__(self, ctx: RankContext, device: str, trace=None) -> None:
+    def __init__(
+        self, ctx: RankContext, device: str, trace=None, shared: dict | None = None
+    ) -> None:
         cfg = ctx.cfg
         self.ctx, self.device, self.trace = ctx, device, trace
+        # models built by earlier runs in this process (the explorer runs hundreds of
+        # schedules of one engine): weights are immutable, only the TP all-reduce is per run
+        self.shared = shared
         self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
         self.kernels = get_kernels(cfg.engine.kernels.name)
         self.pools = pool_sizes(cfg)
@@ -39,6 +44,11 @@ class Planner:
 
     def _model(self, phase: str) -> StageModel:
         ctx, d, cfg = self.ctx, self.dims, self.ctx.cfg
+        key = (phase, ctx.rank, ctx.world, d, cfg.seed, cfg.engine.kernels.name, self.device)
+        if phase not in self.models and self.shared is not None and key in self.shared:
+            self.models[phase] = self.shared[key]
+            if phase == "tp":
+                self.models[phase].all_reduce = all_reducer(ctx)
         if phase not in self.models:
             if phase == "pp":
                 per = d.layers // ctx.world
@@ -49,6 +59,8 @@ class Planner:
             self.models[phase] = StageModel(
                 d, cfg.seed, first, last, self.kernels, self.device, self.dtype, **tp
             )
+            if self.shared is not None:
+                self.shared[key] = self.models[phase]
         return self.models[phase]
 
     def switch(self, phase: str) -> None:

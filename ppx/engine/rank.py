@@ -52,6 +52,7 @@ class RankArgs:
     t0: float
     in_q: object = None
     out_q: object = None
+    shared_models: dict | None = None  # the simulator's: models kept across runs in-process
 
 
 def _die_with_parent() -> None:
@@ -87,7 +88,7 @@ class RankLoop(PassSteps):
             ctx.is_last,
         )
         self.steps = parse_ordering(list(cfg.engine.ordering.steps))
-        self.planner = Planner(ctx, self.device, self._tracer() if DEBUG else None)
+        self.planner = Planner(ctx, self.device, self._tracer() if DEBUG else None, a.shared_models)
         self.planner.switch(cfg.flip.start_phase if cfg.flip.enabled else "pp")
         self.policy = make_policy(cfg.engine.admission.name, ctx)
         self.flip = FlipControl(ctx, self.planner.switch)

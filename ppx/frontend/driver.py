@@ -75,6 +75,13 @@ class Driver:
             while self._more(now) and self.active < self.concurrency:
                 self._submit(now)
 
+    def next_wake(self) -> float | None:
+        """When the driver next wants to submit on its own (a Poisson arrival); None when
+        only a token coming back can make it submit (closed loop) or nothing remains."""
+        if self.rate > 0 and self._more(self.next_arrival):
+            return self.next_arrival
+        return None
+
     # -- the token stream -------------------------------------------------------------------
     def collect(self, timeout: float = 0.0) -> int:
         got = 0

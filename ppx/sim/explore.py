@@ -56,7 +56,7 @@ def explore(cfg, out_dir: str, overrides: list[str], echo=print) -> Exploration:
     digest = config_hash(cfg)
     frontier = DfsFrontier(int(x.bound)) if x.strategy == "dfs" else None
     ex = Exploration()
-    typed = OmegaConf.to_object(cfg)
+    typed, models = OmegaConf.to_object(cfg), {}
     os.makedirs(out_dir, exist_ok=True)
     log = open(os.path.join(out_dir, "ranks.log"), "w")
     t0 = time.time()
@@ -69,7 +69,7 @@ def explore(cfg, out_dir: str, overrides: list[str], echo=print) -> Exploration:
             strategy = PctStrategy(seed0 + i, int(x.depth), world + 1, int(x.horizon))
         else:
             strategy = RandomStrategy(seed0 + i)
-        sup = SimSupervisor(cfg, None, strategy, typed)
+        sup = SimSupervisor(cfg, None, strategy, typed, models)
         with contextlib.redirect_stderr(log):  # the ranks' warnings: ranks.log, not the screen
             out = sup.run()
         if frontier is not None:

@@ -72,9 +72,12 @@ def make_strategy(x, num_tasks: int):
 class SimSupervisor(Supervisor):
     """`run_dir=None` keeps nothing on disk (the explorer's runs): only the outcome."""
 
-    def __init__(self, cfg, run_dir: str | None, strategy=None, typed=None) -> None:
+    def __init__(
+        self, cfg, run_dir: str | None, strategy=None, typed=None, models: dict | None = None
+    ) -> None:
         super().__init__(cfg, run_dir)
-        self.typed = typed  # the typed config, when the caller (the explorer) made it once
+        # what the explorer builds once for all its schedules: the typed config, the models
+        self.typed, self.models = typed, models
         x = cfg.explore
         self.strategy = strategy or make_strategy(x, self.world + 1)
         self.sched = Scheduler(
@@ -95,9 +98,7 @@ class SimSupervisor(Supervisor):
                 d.request_shutdown()
             if d.shutdown_sent and all(t.done for t in ranks):
                 return
-            wake = d.next_arrival if d.rate > 0 else d.deadline
-            if wake is not None and not d._more(wake):
-                wake = None
+            wake = d.next_wake()
 
             def can_go(wake=wake) -> bool:
                 return (
@@ -144,6 +145,7 @@ class SimSupervisor(Supervisor):
                 0.0,
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
+                self.models,
             )
             self.sched.spawn(f"rank{r}", lambda a=a: self._rank(a))
         front = self.sched.spawn("frontend", self._frontend)
@@ -171,6 +173,12 @@ class SimSupervisor(Supervisor):
         s = self.sched
         if end == "mismatch":
             return "mismatch", f"replay diverged from its schedule at {s.mismatch}"
+        st = self.strategy
+        if isinstance(st, ReplayStrategy) and st.then is None and len(s.choices) < len(st.choices):
+            return "mismatch", (
+                f"replay diverged from its schedule at step {s.steps}: the run ended after "
+                f"{len(s.choices)} of its {len(st.choices)} recorded choice points"
+            )
         if end == "failed":
             if front.abnormal:
                 return "crashed", "frontend task failed"
