@@ -48,6 +48,7 @@ class WorkloadCfg:
 class AdmissionCfg:
     name: str = "rank_local"
     on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
+    told_scope: str = "pass"  # pass (#1063) | promise (#1059) | epoch (#1061): needs flips
 
 
 @dataclass

@@ -31,6 +31,14 @@ CASES = [
     (["engine.admission.on_refusal=void"], "ignored by engine/admission=rank_local"),
     (["engine/guard=rid", "engine.guard.prefix_clear=never"], "needs engine/guard=prefix"),
     (["engine.guard.miss=none"], "engine.guard.miss='none': sentinel | zero"),
+    (
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.told_scope=promise",
+        ],
+        "told_scope=promise means nothing without flips",
+    ),
 ]
 
 

@@ -17,6 +17,8 @@ GROUP_COUNTERS = [
     "unresolved",
     "escalations",
     "prefix_floors_cleared",
+    "told_rows_applied",
+    "told_rows_ignored_stale",
     "retracted_at_flip",
     "reprefill_tokens",
 ]

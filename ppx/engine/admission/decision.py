@@ -15,6 +15,7 @@ import sys
 from ppx.core import Flag, Kind, Message, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
+from ppx.engine.admission.told_rows import ToldRows
 from ppx.engine.board import F
 from ppx.engine.guard import POOL_SHORT, UNRESOLVED, Guard
 
@@ -35,6 +36,7 @@ class DecisionPolicy(Policy):
             on_escalate=self.escalate,
         )
         self.livelock_passes = int(cfg.engine.livelock_passes)
+        self.told_rows = ToldRows(getattr(cfg.engine.admission, "told_scope", "pass"))
         self.void_streak: list[tuple[int, int, int]] = []
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
@@ -140,6 +142,9 @@ class DecisionPolicy(Policy):
                 # mid-prefill) is a divergence, reported with what this rank holds
                 obs.append([ctx.rank, e.rid, e.prefix_len, req.computed if req is s.chunked else 0])
                 continue
+            if req is not s.chunked:
+                self.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
+                self.told_rows.stamp(e.rid, e.prefix_len, ctx.epoch)
             local = req.computed if req is s.chunked else self.local_match(req)
             if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
                 local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
@@ -262,8 +267,15 @@ class DecisionPolicy(Policy):
         print(f"ppx warning: {msg}", file=sys.stderr)
         self.ctx.events.emit("escalation", -1, -1, rid, self.ctx.epoch, msg)
 
+    def check_told_row(self, rid: int, local: int, told: int) -> None:
+        self.told_rows.check(self.ctx, rid, local, told)
+
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
+        self.told_rows.drop(rid)
 
     def counters(self) -> dict:
-        return {**self.n, **(self.guard.counters() if self.ctx.is_first else {})}
+        return {
+            **self.n,
+            **(self.guard.counters() if self.ctx.is_first else self.told_rows.counters()),
+        }

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from ppx.engine.admission.told_rows import SCOPES
+
 # which policy reads which switch: a switch set for a policy that ignores it is a config the
 # researcher believes tests something it does not (today's `decision` ignored on_refusal=stop)
 ON_REFUSAL = ("void", "stop")
@@ -30,6 +32,19 @@ def validate_protocol(merged: DictConfig) -> None:
             f"engine.admission.on_refusal={a.on_refusal} is ignored by "
             f"engine/admission={a.name}: {why}"
         )
+    if a.told_scope not in SCOPES:
+        raise ConfigError(f"engine.admission.told_scope={a.told_scope!r}: {' | '.join(SCOPES)}")
+    if a.told_scope != "pass":
+        if a.name == "rank_local":
+            raise ConfigError(
+                f"engine.admission.told_scope={a.told_scope} needs a decision to stamp: "
+                "engine/admission=decision or forwarded"
+            )
+        if not merged.flip.enabled:
+            raise ConfigError(
+                f"engine.admission.told_scope={a.told_scope} means nothing without flips: a told "
+                "row outlives its pass only across a TP<->PP cutover (set flip=...)"
+            )
     if g.miss not in ("sentinel", "zero"):
         raise ConfigError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
     if g.prefix_clear not in ("serve", "never"):
