@@ -47,7 +47,8 @@ class WorkloadCfg:
 @dataclass
 class AdmissionCfg:
     name: str = "rank_local"
-    on_refusal: str = "void"  # forwarded: void | stop
+    on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
+    told_scope: str = "pass"  # pass (#1063) | promise (#1059) | epoch (#1061): needs flips
 
 
 @dataclass
@@ -59,7 +60,9 @@ class OrderingCfg:
 @dataclass
 class GuardCfg:
     name: str = "off"  # off | rid | prefix
-    defer_cap: int = 3
+    defer_cap: int = 3  # <= 0 disables the bound (sgl-project#944)
+    miss: str = "sentinel"  # sentinel (-1, deferred) | zero (read as a measurement)
+    prefix_clear: str = "serve"  # serve (#963) | never (the withdrawn mutant)
 
 
 @dataclass
@@ -289,10 +292,9 @@ def validate(cfg: DictConfig) -> DictConfig:
     ppr = merged.engine.kv.pool_per_rank
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
-    if merged.engine.admission.on_refusal not in ("void", "stop"):
-        raise ConfigError(
-            f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop"
-        )
+    from ppx.engine.admission.validate import validate_protocol
+
+    validate_protocol(merged)
     if merged.engine.transport not in ("gloo", "nccl", "sim"):
         raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl | sim")
     validate_explore(merged)

@@ -25,6 +25,12 @@ METRICS_EVERY_S = 0.5
 SHUTDOWN_GRACE_S = 15.0
 
 
+def first_failure(crashed: list[tuple[int, dict]]) -> tuple[int, dict]:
+    """Of the ranks that failed, the one that failed first (its report's `failed_at`, on the
+    run's clock): a peer's `Connection closed by peer` follows the failure it reports."""
+    return min(crashed, key=lambda x: (x[1].get("failed_at") is None, x[1].get("failed_at") or 0))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -102,9 +108,10 @@ class Supervisor:
         for r, rep, code in exited:  # killed: its peers' connection errors follow from it
             if rep is None:
                 return "dead_peer", f"rank{r} exited with code {code} and no report"
-        for r, rep, _ in exited:
-            if rep["state"] == "error":
-                return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
+        crashed = [(r, rep) for r, rep, _ in exited if rep["state"] == "error"]
+        if crashed:
+            r, rep = first_failure(crashed)
+            return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
         if exited and not self.driver.shutdown_sent:
             return "crashed", f"rank{exited[0][0]} left the loop before shutdown"
         return None

@@ -91,6 +91,32 @@ BRANCHES = {
         ["engine/admission=decision", "engine/ordering=upstream"],
         "engine/ordering=upstream has no decision step, which engine/admission=decision needs",
     ),
+    # protocol switches a policy ignores, or that mean nothing together (issue 14)
+    "on_refusal ignored by decision": (
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=stop",
+        ],
+        "engine.admission.on_refusal=stop is ignored by engine/admission=decision",
+    ),
+    "on_refusal ignored by rank_local": (
+        ["engine.admission.on_refusal=void"],
+        "ignored by engine/admission=rank_local",
+    ),
+    "prefix_clear without the prefix guard": (
+        ["engine/guard=rid", "engine.guard.prefix_clear=never"],
+        "needs engine/guard=prefix",
+    ),
+    "guard miss": (["engine.guard.miss=none"], "engine.guard.miss='none': sentinel | zero"),
+    "told_scope without flips": (
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.told_scope=promise",
+        ],
+        "told_scope=promise means nothing without flips",
+    ),
 }
 
 

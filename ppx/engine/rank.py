@@ -257,6 +257,9 @@ def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[d
         raise  # the run ended while we were parked: no report, like a killed process
     except BaseException as e:  # noqa: BLE001 - every failure is reported
         state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+    # when it failed, on the run's clock: the verdict names the first failure, not a peer's
+    # `Connection closed by peer` that followed from it
+    failed_at = loop.t.now() if loop is not None and state != "done" else None
     try:
         report = (
             loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
@@ -268,6 +271,7 @@ def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[d
             "error": f"{error or ''}\nreport failed: {type(e).__name__}: {e}\n{traceback.format_exc()}",
             "stop_reason": getattr(loop, "stop_reason", None),
         }
+    report["failed_at"] = failed_at
     rb.set(F.STATE, State.DONE if report["state"] == "done" else State.ERROR)
     if loop is not None:
         loop.events.close()

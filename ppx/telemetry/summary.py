@@ -15,6 +15,10 @@ GROUP_COUNTERS = [
     "guard_floors_learned",
     "guard_clamps",
     "unresolved",
+    "escalations",
+    "prefix_floors_cleared",
+    "told_rows_applied",
+    "told_rows_ignored_stale",
     "retracted_at_flip",
     "reprefill_tokens",
 ]
