@@ -294,7 +294,10 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
     from ppx.engine.admission.validate import validate_protocol
 
-    validate_protocol(merged)
+    try:
+        validate_protocol(merged)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if merged.engine.transport not in ("gloo", "nccl", "sim"):
         raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl | sim")
     validate_explore(merged)

@@ -46,7 +46,11 @@ BRANCHES = {
         "engine.kv.pool_per_rank has 2 entries for pp=3",
     ),
     "on_refusal": (
-        ["engine.admission.on_refusal=retry"],
+        [
+            "engine/admission=forwarded",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=retry",
+        ],
         "engine.admission.on_refusal='retry': void | stop",
     ),
     "transport": (["engine.transport=mpi"], "engine.transport='mpi': gloo | nccl | sim"),
