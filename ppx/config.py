@@ -27,7 +27,9 @@ class ModelCfg:
     eps: float = 1e-5
     logit_scale: float = 12.0
     max_context: int = 512
-    dtype: str = "float32"
+    dtype: str = "float32"  # model=hf: auto = the checkpoint's own dtype
+    path: str | None = None  # model=hf: a Hugging Face model directory (config.json + safetensors)
+    tokenizer: str | None = None  # a tokenizer.json (default: model.path/tokenizer.json if present)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class WorkloadCfg:
     concurrency: int = 8
     rate: float = 0.0  # requests/s; > 0 switches from closed loop to a Poisson arrival process
     duration_s: float = 0.0  # > 0: keep submitting (closed loop) until this much time passed
+    path: str | None = None  # workload=jsonl: one {"prompt": ...} or {"messages": ...} per line
 
 
 @dataclass
@@ -169,6 +172,12 @@ class ExploreCfg:
 
 
 @dataclass
+class OracleCfg:
+    sample: float = 1.0  # requests checked: a fraction in (0, 1], or a count when > 1
+    tol: float = 1e-3  # near-tie margin (raise it for a bf16 model against the fp32 reference)
+
+
+@dataclass
 class PPXConfig:
     pp: int = 3
     tp: int = 1
@@ -182,6 +191,7 @@ class PPXConfig:
     logger: LoggerCfg = field(default_factory=LoggerCfg)
     watch: WatchCfg = field(default_factory=WatchCfg)
     explore: ExploreCfg = field(default_factory=ExploreCfg)
+    oracle: OracleCfg = field(default_factory=OracleCfg)
 
 
 GROUP_SCHEMAS = {
@@ -231,6 +241,7 @@ def validate(cfg: DictConfig) -> DictConfig:
         msg = str(e).splitlines()[0]
         key = getattr(e, "full_key", None)
         raise ConfigError(f"{key}: {msg}" if key else msg) from None
+    validate_model(merged)
     _positive(
         merged,
         [
@@ -327,6 +338,7 @@ def validate(cfg: DictConfig) -> DictConfig:
         )
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
+    validate_text(merged)
     from ppx.engine.loop import parse_ordering
 
     try:
@@ -375,3 +387,26 @@ def validate_explore(merged: DictConfig) -> None:
                 f"(hash {sch.config_hash[:12]} != {config_hash(merged)[:12]}); replay it with "
                 f"the overrides in its header: {sch.overrides}"
             )
+
+
+def validate_model(merged: DictConfig) -> None:
+    """model=hf: the checkpoint directory fills the model's shape (ppx/engine/model/hf_config)."""
+    if merged.model.name == "hf" or merged.model.path is not None:
+        from ppx.engine.model.hf_config import HFError, resolve
+
+        try:
+            resolve(merged.model)
+        except HFError as e:
+            raise ConfigError(str(e)) from None
+    if merged.oracle.sample <= 0:
+        raise ConfigError(f"oracle.sample={merged.oracle.sample}: a fraction in (0, 1] or a count")
+
+
+def validate_text(merged: DictConfig) -> None:
+    """The tokenizer against the vocab and a JSONL workload's lines (ppx/frontend/text)."""
+    from ppx.frontend.text import TextError, check_text
+
+    try:
+        check_text(merged)
+    except TextError as e:
+        raise ConfigError(str(e)) from None

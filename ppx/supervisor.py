@@ -16,7 +16,7 @@ from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
-from ppx.frontend.workloads import Workload
+from ppx.frontend.workloads import make_workload
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
 from ppx.watch.watchdog import Watchdog
@@ -179,7 +179,7 @@ class Supervisor:
             self.boot_s = self._await_boot(float(w.max_run_s))
             # the workload clock (duration_s, arrivals) starts when the engine is up
             self.driver = Driver(
-                Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+                make_workload(self.cfg),
                 self.in_q,
                 self.out_q,
                 time.time(),

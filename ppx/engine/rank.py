@@ -236,6 +236,12 @@ class RankLoop(PassSteps):
             **self.policy_counters(),
             "host_saves": sum(h.saves for h in hosts),
             "host_loads": sum(h.loads for h in hosts),
+            # resident weights per phase (a real checkpoint's cross-stage memory) and the bytes
+            # this rank read from the checkpoint (its own stage / shard only)
+            "weight_bytes": {ph: m.weight_bytes for ph, m in self.planner.models.items()},
+            "weight_bytes_read": sum(
+                getattr(m, "bytes_read", 0) for m in self.planner.models.values()
+            ),
         }
 
     def policy_counters(self) -> dict:

@@ -32,6 +32,7 @@ class Scheduler:
         self.paused = False  # a flip is draining: nothing new is scheduled
         self.lifo = False  # faults.lifo_rank: this rank scans its queue newest-first
         self.trace = None  # PPX_DEBUG=1: a callable that logs request moves
+        self.eos: frozenset[int] = frozenset()  # a checkpoint's EOS ids: sampling one finishes
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
 
     # -- queue ----------------------------------------------------------------------------
@@ -180,6 +181,8 @@ class Scheduler:
         for e, tok in zip(finals, tokens):
             req = self.reqs[e.rid]
             req.output.append(int(tok))
+            if int(tok) in self.eos:  # every rank applies the same tokens, so all agree
+                req.max_new = req.output_len
             out.append((req, int(tok)))
             if batch.mode == "prefill" and not req.finished:
                 self.running[slot].append(req)
