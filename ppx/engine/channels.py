@@ -73,6 +73,9 @@ class Channels:
         self.inbox: dict[tuple[int, int], deque] = defaultdict(deque)  # (src, kind) -> stashed
         self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
         self.seq_in: dict[tuple[int, int], int] = defaultdict(int)
+        # (dst, kind) -> seq of the last message sent with a payload (flush's rendezvous
+        # target on a transport whose sends do not wait for the peer: nccl)
+        self.payload_seq: dict[tuple[int, int], int] = {}
         self.delays: dict[int, float] = {}  # kind -> seconds injected before a send (faults)
         self.lose: tuple[int, int] | None = None  # faults.lose_*: (kind, seq) never posted
         self.readiness_budget_s: float | None = None
@@ -94,6 +97,8 @@ class Channels:
         payload = [t.detach().to(where).contiguous() for t in msg.tensors]
         for t in payload:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
+        if payload:
+            self.payload_seq[key] = msg.seq
         self.pending[key].append(
             self.t.isend(dst, 0, encode_header(Message(**{**msg.__dict__, "tensors": payload})))
         )
@@ -109,9 +114,22 @@ class Channels:
             for h in handles:
                 h.wait()
             handles.clear()
+            if not self.t.rendezvous_sends:
+                self._await_taken(dst, kind)
             self.board.unblock(
                 Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1, since
             )
+
+    def _await_taken(self, dst: int, kind: int) -> None:
+        """gloo's flush semantics on a transport without them: wait (under the flush's
+        blocked-on record, so the watchdog names a wedge as on gloo) until `dst` has consumed
+        the last message of `kind` that carried a payload -- what gloo's rendezvous waits for.
+        Header-only messages complete when read, as on gloo (their header goes over gloo)."""
+        seq = self.payload_seq.pop((dst, kind), None)
+        if seq is None:
+            return
+        while self.board.peer_consumed(dst, kind) <= seq:
+            self.t.sleep(0.0002)
 
     def _read_header(self, src: int) -> tuple[Message, list]:
         buf = torch.empty(HEADER_LEN, dtype=torch.int64)

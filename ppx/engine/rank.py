@@ -308,7 +308,9 @@ def rank_main(a: RankArgs) -> None:
     board = Board(a.board_path, a.world)
 
     def open_t() -> Transport:
-        return open_transport(a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS)
+        return open_transport(
+            a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS, str(a.cfg.device)
+        )
 
     report, loop = serve(a, open_t, board)
     write_report(a, report)
