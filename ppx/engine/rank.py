@@ -306,6 +306,12 @@ def rank_main(a: RankArgs) -> None:
     stack_file = open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.stack.txt"), "w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     board = Board(a.board_path, a.world)
+    # benchmarks/profile_pass.py: the engine's methods timed part by part (ppx/engine/passprof.py)
+    prof = None
+    if os.environ.get("PPX_PROFILE") == "1":
+        from ppx.engine import passprof
+
+        prof = passprof.install()
 
     def open_t() -> Transport:
         return open_transport(
@@ -314,6 +320,8 @@ def rank_main(a: RankArgs) -> None:
 
     report, loop = serve(a, open_t, board)
     write_report(a, report)
+    if prof is not None:
+        prof.dump(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.profile.json"))
     if loop is not None and report["state"] == "done":
         loop.t.close()
     stack_file.flush()

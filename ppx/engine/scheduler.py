@@ -111,17 +111,18 @@ class Scheduler:
         if not entries:
             return None
         locs: list[int] = []
-        for e in entries:
-            req = self.reqs[e.rid]
-            locs += self.cache.extend(req, e.extend_len)
-            if mode == "prefill":
-                self.prefill_tokens += e.extend_len
-                if e.final:
-                    if self.chunked is req:
-                        self.chunked = None
-                    req.slot = slot
-                else:
-                    self.chunked = req
+        with self.cache.batched_rows():
+            for e in entries:
+                req = self.reqs[e.rid]
+                locs += self.cache.extend(req, e.extend_len)
+                if mode == "prefill":
+                    self.prefill_tokens += e.extend_len
+                    if e.final:
+                        if self.chunked is req:
+                            self.chunked = None
+                        req.slot = slot
+                    else:
+                        self.chunked = req
         self.locs[pass_id] = locs
         batch = SlotBatch(
             slot,
@@ -138,6 +139,8 @@ class Scheduler:
 
     # -- running a batch ------------------------------------------------------------------
     def inputs(self, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+        if batch.mode == "decode" and all(e.extend_len == 1 and e.final for e in batch.entries):
+            return self._decode_inputs(batch, first_stage)
         pos, ids, rows, prefix, qo, sample = [], [], [], [], [0], []
         for e in batch.entries:
             req = self.reqs[e.rid]
@@ -162,6 +165,30 @@ class Scheduler:
             out_cache_loc=t(self.locs[batch.pass_id]),
             sample_rows=t(sample),
             input_ids=t(ids) if first_stage else None,
+        )
+
+    def _decode_inputs(self, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+        """The same inputs for a decode batch (one token per request, every one sampled) from
+        one tensor of columns, instead of a tensor per field and lists grown per token."""
+        pos, rows, ids = [], [], []
+        for e in batch.entries:
+            req = self.reqs[e.rid]
+            pos.append(e.prefix_len)
+            rows.append(req.row)
+            if first_stage:
+                ids.append(req.token_at(e.prefix_len))
+        n, dev = len(pos), self.device
+        cols = torch.tensor([pos, pos, rows, ids] if first_stage else [pos, pos, rows])
+        cols = cols.to(dev)
+        return ForwardInputs(
+            mode=batch.mode,
+            positions=cols[0],
+            qo_indptr=torch.arange(n + 1, device=dev),
+            prefix_lens=cols[1],
+            req_rows=cols[2],
+            out_cache_loc=torch.tensor(self.locs[batch.pass_id], dtype=torch.int64, device=dev),
+            sample_rows=torch.arange(n, device=dev),
+            input_ids=cols[3] if first_stage else None,
         )
 
     def after_launch(self, batch: SlotBatch) -> None:
