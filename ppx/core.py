@@ -79,6 +79,11 @@ class Req:
     def tokens(self) -> list[int]:
         return self.prompt + self.output
 
+    def token_at(self, i: int) -> int:
+        """`tokens[i]` without building the concatenation (a decode step needs one token)."""
+        n = len(self.prompt)
+        return self.prompt[i] if i < n else self.output[i - n]
+
     @property
     def seq_len(self) -> int:
         return self.prompt_len + self.output_len

@@ -16,13 +16,19 @@ from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
-from ppx.frontend.workloads import Workload
+from ppx.frontend.workloads import make_workload
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
 from ppx.watch.watchdog import Watchdog
 
 METRICS_EVERY_S = 0.5
 SHUTDOWN_GRACE_S = 15.0
+
+
+def first_failure(crashed: list[tuple[int, dict]]) -> tuple[int, dict]:
+    """Of the ranks that failed, the one that failed first (its report's `failed_at`, on the
+    run's clock): a peer's `Connection closed by peer` follows the failure it reports."""
+    return min(crashed, key=lambda x: (x[1].get("failed_at") is None, x[1].get("failed_at") or 0))
 
 
 def free_port() -> int:
@@ -102,9 +108,10 @@ class Supervisor:
         for r, rep, code in exited:  # killed: its peers' connection errors follow from it
             if rep is None:
                 return "dead_peer", f"rank{r} exited with code {code} and no report"
-        for r, rep, _ in exited:
-            if rep["state"] == "error":
-                return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
+        crashed = [(r, rep) for r, rep, _ in exited if rep["state"] == "error"]
+        if crashed:
+            r, rep = first_failure(crashed)
+            return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
         if exited and not self.driver.shutdown_sent:
             return "crashed", f"rank{exited[0][0]} left the loop before shutdown"
         return None
@@ -172,7 +179,7 @@ class Supervisor:
             self.boot_s = self._await_boot(float(w.max_run_s))
             # the workload clock (duration_s, arrivals) starts when the engine is up
             self.driver = Driver(
-                Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+                make_workload(self.cfg),
                 self.in_q,
                 self.out_q,
                 time.time(),

@@ -46,7 +46,11 @@ BRANCHES = {
         "engine.kv.pool_per_rank has 2 entries for pp=3",
     ),
     "on_refusal": (
-        ["engine.admission.on_refusal=retry"],
+        [
+            "engine/admission=forwarded",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=retry",
+        ],
         "engine.admission.on_refusal='retry': void | stop",
     ),
     "transport": (["engine.transport=mpi"], "engine.transport='mpi': gloo | nccl | sim"),
@@ -90,6 +94,32 @@ BRANCHES = {
     "policy without a decision step": (
         ["engine/admission=decision", "engine/ordering=upstream"],
         "engine/ordering=upstream has no decision step, which engine/admission=decision needs",
+    ),
+    # protocol switches a policy ignores, or that mean nothing together (issue 14)
+    "on_refusal ignored by decision": (
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=stop",
+        ],
+        "engine.admission.on_refusal=stop is ignored by engine/admission=decision",
+    ),
+    "on_refusal ignored by rank_local": (
+        ["engine.admission.on_refusal=void"],
+        "ignored by engine/admission=rank_local",
+    ),
+    "prefix_clear without the prefix guard": (
+        ["engine/guard=rid", "engine.guard.prefix_clear=never"],
+        "needs engine/guard=prefix",
+    ),
+    "guard miss": (["engine.guard.miss=none"], "engine.guard.miss='none': sentinel | zero"),
+    "told_scope without flips": (
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.told_scope=promise",
+        ],
+        "told_scope=promise means nothing without flips",
     ),
 }
 

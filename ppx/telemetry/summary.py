@@ -15,6 +15,10 @@ GROUP_COUNTERS = [
     "guard_floors_learned",
     "guard_clamps",
     "unresolved",
+    "escalations",
+    "prefix_floors_cleared",
+    "told_rows_applied",
+    "told_rows_ignored_stale",
     "retracted_at_flip",
     "reprefill_tokens",
 ]
@@ -72,6 +76,7 @@ def choices_of(cfg, exp: str | None) -> dict:
 
 def request_rows(driver) -> list[dict]:
     rows = []
+    tok = getattr(driver.wl, "tokenizer", None)  # a model with a tokenizer: text columns too
     for rec in driver.records.values():
         rows.append(
             {
@@ -88,6 +93,9 @@ def request_rows(driver) -> list[dict]:
                 "cached_tokens": rec.cached,
             }
         )
+        if tok is not None:
+            rows[-1]["prompt_text"] = tok.decode(rec.req.prompt)
+            rows[-1]["output_text"] = tok.decode(rec.output)
     return rows
 
 

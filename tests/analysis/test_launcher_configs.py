@@ -2,8 +2,8 @@
 
 Composes the project's own conf/config.yaml (a config that does not compose is a failure
 here, not a fallback). Field names are checked against each plugin's config dataclass where
-the plugin is installed, and against the documented fields for Ray, whose plugin would
-import ray.
+the plugin is installed. (There is no Ray launcher: hydra-ray-launcher 1.2.2 pins
+cloudpickle<3, which breaks joblib>=1.5's cloudpickle>=3 that the default launcher needs.)
 """
 
 from __future__ import annotations
@@ -31,11 +31,12 @@ LAUNCHERS = {
         "hydra_plugins.hydra_submitit_launcher.config",
         "SlurmQueueConf",
     ),
-    "ray": ("hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher", None, None),
+    "submitit_local": (
+        "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
+        "hydra_plugins.hydra_submitit_launcher.config",
+        "LocalQueueConf",
+    ),
 }
-# hydra_ray_launcher._config.RayLauncherConf: `_target_` and `ray: {init, remote}`.
-RAY_FIELDS = {"_target_", "ray"}
-RAY_SUBFIELDS = {"init", "remote"}
 
 
 def _compose_launcher(conf_dir: Path, name: str):
@@ -74,9 +75,6 @@ def test_launcher_config_composes(name: str) -> None:
         assert keys <= fields, f"unknown launcher fields: {keys - fields}"
         module, cls = target.rsplit(".", 1)
         assert hasattr(importlib.import_module(module), cls)
-    if name == "ray":
-        assert keys <= RAY_FIELDS and set(node.ray) <= RAY_SUBFIELDS
-        assert "address" in node.ray.init
 
 
 def test_joblib_is_the_study_default() -> None:
