@@ -54,6 +54,9 @@ BRANCHES = {
         "engine.admission.on_refusal='retry': void | stop",
     ),
     "transport": (["engine.transport=mpi"], "engine.transport='mpi': gloo | nccl | sim"),
+    "model checkpoint": (["model=hf", "model.path=/nonexistent"], "model.path=/nonexistent:"),
+    "oracle sample": (["oracle.sample=0"], "oracle.sample=0.0: a fraction in (0, 1] or a count"),
+    "text workload": (["workload=jsonl"], "workload=jsonl needs workload.path=FILE"),
     "explore strategy": (["explore.strategy=bfs"], "explore.strategy='bfs': "),
     "dfs without a bound": (["explore.strategy=dfs"], "explore.strategy=dfs needs a bound"),
     "pct depth": (
