@@ -136,6 +136,7 @@ def write_run(
         "cutover_ms_max": float(rng.uniform(60, 120)) if flip_times else None,
         "wall_s": wall,
         "oracle_first": [],
+        "oracle_checked": served,
         "max_inflight": pp,
         "boot_s": 1.5,
         "first_token_s": 1.6,
@@ -152,6 +153,8 @@ def write_run(
         }
         | {"voids": [voids] * pp},
     }
+    for k in GROUP_COUNTERS:  # every group counter the engine names, zero unless set above
+        summary.setdefault(k, 0)
     (run_dir / ".hydra").mkdir(parents=True, exist_ok=True)
     (run_dir / ".hydra" / "overrides.yaml").write_text(
         "".join(f"- {o}\n" for o in overrides) if overrides else "[]\n"
@@ -260,9 +263,13 @@ def _write_tables(run_dir, rng, pp, wall, flip_times, n_requests, served, voids,
         "submit_t_s": [wall * i / (n_requests + 2) for i in range(n_requests)],
         "finish_t_s": [wall * i / (n_requests + 2) + 0.8 for i in range(n_requests)],
         "cached_tokens": [0] * n_requests,
+        # the tokenizer's text (model=hf); empty for the random-weight models
+        "prompt_text": [None] * n_requests,
+        "output_text": [None] * n_requests,
     }
     types = {"output_ids": pa.list_(pa.int64()), "rid": pa.int64(), "cached_tokens": pa.int64()}
-    types |= {"outcome": pa.string(), "reason": pa.string()}  # the engine writes these so
+    # the engine writes these text columns so
+    types |= {k: pa.string() for k in ("outcome", "reason", "prompt_text", "output_text")}
     _write_parquet(run_dir / "requests.parquet", req, types)
 
 
