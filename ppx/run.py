@@ -97,8 +97,9 @@ def main(cfg: DictConfig) -> None:
     if cfg.engine.kernels.name == "triton" and str(cfg.device) == "cpu":
         print(
             "ppx: engine/kernels=triton on cpu runs under the triton interpreter "
-            "(TRITON_INTERPRET=1), about 20-50x slower per pass than engine/kernels=torch; "
-            "use model=micro to finish in seconds",
+            "(TRITON_INTERPRET=1), 100x or more slower per pass than engine/kernels=torch; use "
+            "model=micro with a few short requests (workload=random workload.num_requests=4 "
+            "workload.max_new=4) and a larger watch.max_run_s",
             file=sys.stderr,
             flush=True,
         )
