@@ -54,7 +54,7 @@ def write_checkpoint(path: str, d: dict = DIMS) -> str:
         part = name.split(".")[2] if name.startswith("model.layers.") else "rest"
         shards.setdefault(part, {})[name] = torch.randn(shape) * 0.02
     weight_map = {}
-    for i, (part, tensors) in enumerate(sorted(shards.items())):
+    for i, (_part, tensors) in enumerate(sorted(shards.items())):
         fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
         save_file(tensors, os.path.join(path, fn))
         weight_map.update({n: fn for n in tensors})

@@ -47,3 +47,30 @@ else
     echo "gpu_check: only $ngpu GPU here: the NCCL per-rank path needs one GPU per rank (not run)"
 fi
 echo "gpu_check: OK"
+
+# ---- HF checkpoint on CUDA (model=hf; issue 15, model half) ------------------------------------
+# PPX_HF_CHECKPOINT=DIR   a Hugging Face model directory (config.json + *.safetensors)
+# PPX_HF_PP=N             stages (default 2; the model's layers must divide by it)
+# PPX_HF_ORACLE_TOL=X     near-tie margin vs the fp32 CPU reference (default 0.1: bf16 noise)
+# The oracle checks 2 requests (oracle.sample=2): its reference is the whole model in fp32 on
+# the CPU. Never fatal to the steps above: its own OK / PARTIAL / FAILED line.
+step "hf: boot an HF checkpoint on CUDA"
+if [[ -z "${PPX_HF_CHECKPOINT:-}" ]]; then
+    echo "gpu_check (hf): PARTIAL: PPX_HF_CHECKPOINT is unset, the HF checkpoint boot was not run" \
+         "(build a tiny one: python scripts/make_tiny_checkpoint.py DIR)"
+else
+    hf_dir=outputs/gpu_check/hf
+    rm -rf "$hf_dir"
+    hf_rc=0
+    "$PYTHON" -m ppx.run +exp=smoke model=hf model.path="$PPX_HF_CHECKPOINT" \
+        pp="${PPX_HF_PP:-2}" device=cuda workload=random workload.num_requests=8 \
+        workload.prompt_min=16 workload.prompt_max=64 workload.max_new=16 \
+        oracle.sample=2 oracle.tol="${PPX_HF_ORACLE_TOL:-0.1}" watch.max_run_s=600 logger=none \
+        hydra.run.dir="$hf_dir" || hf_rc=$?
+    if [[ $hf_rc -eq 0 ]]; then
+        echo "gpu_check (hf): OK ($PPX_HF_CHECKPOINT served; rank reports: $hf_dir/ranks/)"
+    else
+        echo "gpu_check (hf): FAILED (exit $hf_rc; see $hf_dir)" >&2
+        exit 1
+    fi
+fi
