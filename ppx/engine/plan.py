@@ -38,7 +38,7 @@ class Planner:
         # schedules of one engine): weights are immutable, only the TP all-reduce is per run
         self.shared = shared
         self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
-        self.kernels = get_kernels(cfg.engine.kernels.name)
+        self.kernels = get_kernels(cfg.engine.kernels.name, device)
         self.pools = pool_sizes(cfg)
         self.models: dict[str, StageModel] = {}
         self.eos = eos_ids(cfg)

@@ -15,6 +15,10 @@ GROUP_COUNTERS = [
     "guard_floors_learned",
     "guard_clamps",
     "unresolved",
+    "escalations",
+    "prefix_floors_cleared",
+    "told_rows_applied",
+    "told_rows_ignored_stale",
     "retracted_at_flip",
     "reprefill_tokens",
 ]
@@ -26,6 +30,27 @@ def _pct(values: list[float], q: float) -> float | None:
     if len(values) == 1:
         return round(values[0], 3)
     return round(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1], 3)
+
+
+# the config choices, in the order every table shows them: summary.json's `choices`, the W&B
+# run's flat config keys, the analysis frame's columns
+CHOICE_KEYS = (
+    "exp",
+    "pp",
+    "tp",
+    "seed",
+    "device",
+    "model",
+    "workload",
+    "admission",
+    "ordering",
+    "guard",
+    "kernels",
+    "flip",
+    "faults",
+    "readiness",
+    "transport",
+)
 
 
 def choices_of(cfg, exp: str | None) -> dict:
