@@ -111,3 +111,19 @@ else
     skip_step "5 engine on GPU N > 0 (device=cuda:N)" "only $ngpu GPU here"
     skip_step "6 one GPU per rank over NCCL" "only $ngpu GPU here: NCCL needs one GPU per rank"
 fi
+
+# ---- 7: an HF checkpoint on CUDA (model=hf) ----------------------------------------------------
+# PPX_HF_CHECKPOINT=DIR   a Hugging Face model directory (config.json + *.safetensors)
+# PPX_HF_PP=N             stages (default 2; the model's layers must divide by it)
+# PPX_HF_ORACLE_TOL=X     near-tie margin vs the fp32 CPU reference (default: 0.1 for bf16/fp16)
+# The oracle checks 2 requests (oracle.sample=2): its reference is the whole model in fp32 on
+# the CPU. Unset: a SKIP line, so the summary says PARTIAL.
+if [[ -z "${PPX_HF_CHECKPOINT:-}" ]]; then
+    skip_step "7 HF checkpoint on CUDA (model=hf)" \
+        "PPX_HF_CHECKPOINT is unset (a tiny one: python scripts/make_tiny_checkpoint.py DIR)"
+else
+    engine_step "7 HF checkpoint on CUDA (model=hf, pp=${PPX_HF_PP:-2})" "$OUT/hf" \
+        +exp=smoke model=hf model.path="$PPX_HF_CHECKPOINT" pp="${PPX_HF_PP:-2}" device=cuda \
+        workload=random workload.num_requests=8 workload.prompt_min=16 workload.prompt_max=64 \
+        workload.max_new=16 oracle.sample=2 ${PPX_HF_ORACLE_TOL:+oracle.tol=$PPX_HF_ORACLE_TOL}
+fi

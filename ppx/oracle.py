@@ -16,6 +16,7 @@ from ppx.engine.model.llama import Reference
 from ppx.engine.model.weights import Dims
 
 NEAR_TIE = 1e-3
+NEAR_TIE_LOW_PRECISION = 0.1  # a bf16 / fp16 run against the fp32 reference
 
 
 @dataclass
@@ -41,8 +42,10 @@ class Oracle:
         from ppx.engine.model.factory import reference
         from ppx.engine.shapes import dims_of
 
-        tol = float(cfg.oracle.tol) if "oracle" in cfg else NEAR_TIE
-        return cls(dims_of(cfg), int(cfg.seed), tol, reference(cfg))
+        tol = cfg.oracle.tol if "oracle" in cfg else None
+        if tol is None:
+            tol = NEAR_TIE if cfg.model.dtype == "float32" else NEAR_TIE_LOW_PRECISION
+        return cls(dims_of(cfg), int(cfg.seed), float(tol), reference(cfg))
 
     def check(self, prompt: list[int], output: list[int], rid: int = -1) -> list[Mismatch]:
         if not output:

@@ -90,6 +90,19 @@ def execute(
     return s
 
 
+def triton_cpu_notice(cfg) -> str | None:
+    """Said before the run starts: triton on a CPU means the interpreter (measured on the
+    default model: 0 of 8 requests in 180 s; see docs/models.md)."""
+    if cfg.engine.kernels.name != "triton" or str(cfg.device) != "cpu":
+        return None
+    return (
+        "ppx: engine/kernels=triton on cpu runs under the triton interpreter "
+        "(TRITON_INTERPRET=1), 100x or more slower per pass than engine/kernels=torch; use "
+        "model=micro with a few short requests (workload=random workload.num_requests=4 "
+        "workload.max_new=4) and a larger watch.max_run_s"
+    )
+
+
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
 def main(cfg: DictConfig) -> None:
     try:
@@ -97,14 +110,9 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as e:
         print(f"ppx: config error: {e}", file=sys.stderr)
         sys.exit(2)
-    if cfg.engine.kernels.name == "triton" and str(cfg.device) == "cpu":
-        print(
-            "ppx: engine/kernels=triton on cpu runs under the triton interpreter "
-            "(TRITON_INTERPRET=1), about 20-50x slower per pass than engine/kernels=torch; "
-            "use model=micro to finish in seconds",
-            file=sys.stderr,
-            flush=True,
-        )
+    notice = triton_cpu_notice(cfg)
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
     hc = HydraConfig.get()
     run_dir = hc.runtime.output_dir
     exp = hc.runtime.choices.get("exp")

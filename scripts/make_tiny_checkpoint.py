@@ -20,7 +20,7 @@ SENTENCES = [
     "every rank reads only its own tensors",
     "tokens flow from the first rank to the last and back",
     "hello world this is a tiny model",
-    "user assistant system",
+    "user : assistant : system :",
 ]
 SPECIALS = ["<unk>", "<s>", "</s>"]
 CHAT = (

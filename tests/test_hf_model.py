@@ -168,3 +168,12 @@ def test_eos_ends_a_request(engine, ckpts, tmp_path):
     assert s["verdict"] == "served", s["reason"]
     assert list(_outputs(d).loc[0, "output_ids"]) == [first]
     assert len(ckpts["expected"]["llama"][0]) == MAX_NEW  # the red arm: no EOS, full length
+
+
+def test_bf16_stage_against_the_fp32_reference(engine, ckpts):
+    """dtype from model.dtype: a bf16 run of the fp32 checkpoint passes the oracle at the
+    low-precision near-tie margin (green) and fails it at float32's 1e-3 (red)."""
+    s, _ = _serve(engine, ckpts["llama"], 2, "sim", "model.dtype=bfloat16")
+    assert s["verdict"] == "served" and s["oracle_mismatches"] == 0, s["reason"]
+    s, _ = _serve(engine, ckpts["llama"], 2, "sim", "model.dtype=bfloat16", "oracle.tol=1e-4")
+    assert s["verdict"] == "mismatch" and s["oracle_mismatches"] >= 1

@@ -60,13 +60,21 @@ def test_one_gpu_is_partial_not_ok(tmp_path: Path) -> None:
 
 
 def test_two_gpus_run_nccl_bounded_and_say_ok(tmp_path: Path) -> None:
-    r, calls = gpu_check(tmp_path, 2)
+    r, calls = gpu_check(tmp_path, 2, PPX_HF_CHECKPOINT=str(tmp_path / "ckpt"))
     assert r.returncode == 0, r.stdout[-2000:]
     assert r.stdout.rstrip().endswith("gpu_check: OK")
     runs = [c for c in calls.splitlines() if c.startswith("-m ppx.run")]
-    assert len(runs) == 3 and any("engine.transport=nccl" in c for c in runs)
+    assert len(runs) == 4 and any("engine.transport=nccl" in c for c in runs)
+    assert any(f"model=hf model.path={tmp_path / 'ckpt'}" in c for c in runs)
     assert any("device=cuda:1" in c for c in runs)
     assert all("watch.max_run_s=" in c for c in runs)  # every engine run is bounded
+
+
+def test_hf_checkpoint_step_skipped_without_the_variable(tmp_path: Path) -> None:
+    """Step 7 boots PPX_HF_CHECKPOINT; unset, it is a SKIP and the check says PARTIAL."""
+    r, calls = gpu_check(tmp_path, 2, PPX_HF_CHECKPOINT="")  # empty counts as unset
+    assert r.returncode == 3 and "SKIP  7 HF checkpoint on CUDA (model=hf)" in r.stdout
+    assert "model=hf" not in calls and r.stdout.rstrip().endswith("gpu_check: PARTIAL")
 
 
 def test_a_failed_step_still_runs_the_rest_and_prints_the_summary(tmp_path: Path) -> None:
