@@ -26,7 +26,7 @@ STACK_WAIT_S = 0.5
 
 def capture_stacks(procs: list, pm_dir: str) -> None:
     for p in procs:
-        if p.is_alive():
+        if p.is_alive() and p.pid:  # remote ranks (no local pid) were dumped by their node
             try:
                 os.kill(p.pid, signal.SIGUSR1)
             except ProcessLookupError:
@@ -41,7 +41,7 @@ def capture_stacks(procs: list, pm_dir: str) -> None:
     if spy is None:
         return
     for r, p in enumerate(procs):
-        if not p.is_alive():
+        if not p.is_alive() or not p.pid:
             continue
         try:
             out = subprocess.run(
