@@ -99,12 +99,18 @@ def main(cfg: DictConfig) -> None:
 
     env = torchrun_env()  # one rank per torchrun worker; global rank 0 supervises
     if env is not None:
+        problem = None
         if env.world != int(cfg.pp) or cfg.engine.transport == "sim":
-            print(
-                f"ppx: config error: torchrun started {env.world} workers for pp={cfg.pp} "
-                f"(engine.transport={cfg.engine.transport}); one worker per rank, gloo or nccl",
-                file=sys.stderr,
+            problem = (
+                f"torchrun started {env.world} workers for pp={cfg.pp} (engine.transport="
+                f"{cfg.engine.transport}); one worker per rank, gloo or nccl"
             )
+        elif int(cfg.faults.kill_rank) > 0:
+            problem = (
+                f"faults.kill_rank={cfg.faults.kill_rank} under torchrun: only rank 0 is local"
+            )
+        if problem:
+            print(f"ppx: config error: {problem}", file=sys.stderr)
             sys.exit(2)
         if env.rank != 0:
             from ppx.launch.node import serve_node

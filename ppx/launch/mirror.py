@@ -8,7 +8,6 @@ onto this machine's clock: the watchdog's "blocked for 3 s" means the same on ev
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -16,7 +15,7 @@ import time
 import numpy as np
 
 from ppx.engine.board import RANK_BLOCK, RING, RING_FIELDS, Board, F
-from ppx.launch.store import StoreSpec, get_text, has, unpack_row
+from ppx.launch.store import StoreSpec, get_text, has, pack_row, unpack_row
 
 SYNC_S = 0.1
 SILENT_DEAD_S = 3.0  # an agent that stopped publishing for this long is gone (killed node)
@@ -58,10 +57,24 @@ def shift_row(row: np.ndarray, offset_ns: int) -> np.ndarray:
     return row
 
 
+def pull_row(store, board: Board, r: int, stamps: dict[int, int]) -> bool:
+    """Copy rank r's published row into `board` (on this machine's clock); True when it was
+    published anew since the last call (its publisher is alive)."""
+    if not has(store, f"board/{r}"):
+        return False
+    stamp, row = unpack_row(store.get(f"board/{r}"))
+    if stamp == stamps.get(r):
+        return False
+    stamps[r] = stamp
+    board.arr[r, :] = shift_row(row, time.monotonic_ns() - stamp)
+    return True
+
+
 class Mirror:
     def __init__(self, spec: StoreSpec, board: Board, run_dir: str, local: set[int]) -> None:
         self.spec, self.board, self.run_dir = spec, board, run_dir
         self.store = spec.connect()
+        self.local = sorted(local)
         self.remote = [RemoteRank(r, self) for r in range(board.world) if r not in local]
         self.stamp: dict[int, int] = {}
         self.seen: dict[int, float] = {}  # rank -> local monotonic time of its last publish
@@ -87,15 +100,16 @@ class Mirror:
 
     def sync(self, store) -> None:
         now = time.monotonic()
+        # the local ranks' rows go out too: remote ranks read their peers' sent/consumed
+        # counters (readiness, the nccl flush) from their own node's board
+        for r in self.local:
+            store.set(f"board/{r}", pack_row(self.board.arr[r], time.monotonic_ns()))
         for p in self.remote:
             r = p.rank
             if p.exitcode is not None:
                 continue
-            if has(store, f"board/{r}"):
-                stamp, row = unpack_row(store.get(f"board/{r}"))
-                if stamp != self.stamp.get(r):
-                    self.stamp[r], self.seen[r] = stamp, now
-                    self.board.arr[r, :] = shift_row(row, time.monotonic_ns() - stamp)
+            if pull_row(store, self.board, r, self.stamp):
+                self.seen[r] = now
             if has(store, f"exit/{r}"):
                 self._land(store, r)
                 p.exitcode = int(get_text(store, f"exit/{r}"))
@@ -151,11 +165,3 @@ class Mirror:
         self.stop.set()
         if self.thread.is_alive():
             self.thread.join(2.0)
-
-
-def read_json(path: str) -> dict | None:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from ppx.engine.board import Board
 from ppx.engine.rank import RankArgs, _die_with_parent, rank_main
+from ppx.launch.mirror import pull_row
 from ppx.launch.store import TorchrunEnv, get_text, has, pack_row, spec_of
 
 PUBLISH_S = 0.1
@@ -66,8 +67,12 @@ def serve_node(cfg, run_dir: str, env: TorchrunEnv) -> int:
     stack_path = os.path.join(local, "ranks", f"rank{r}.stack.txt")
     served_stacks = 0
     try:
+        stamps: dict[int, int] = {}
         while p.exitcode is None:
             store.set(f"board/{r}", pack_row(board.arr[r], time.monotonic_ns()))
+            for q in range(env.world):  # the peers' rows: their counters, for our rank
+                if q != r:
+                    pull_row(store, board, q, stamps)
             asked = int(store.add("cmd/stacks", 0))
             if asked > served_stacks:
                 store.set(f"stack/{r}", f"{asked}\n{_stacks(p, stack_path)}")
