@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
-import shutil
 import signal
-import subprocess
 import time
 
 from omegaconf import OmegaConf
@@ -24,6 +22,7 @@ from ppx.engine.board import Board
 from ppx.engine.rank import RankArgs, _die_with_parent, rank_main
 from ppx.launch.mirror import pull_row
 from ppx.launch.store import TorchrunEnv, get_text, has, pack_row, spec_of
+from ppx.watch.postmortem import pyspy_dump
 
 PUBLISH_S = 0.1
 FINISH_WAIT_S = 60.0
@@ -33,18 +32,9 @@ def _stacks(p, stack_path: str) -> str:
     os.kill(p.pid, signal.SIGUSR1)
     time.sleep(0.5)
     text = open(stack_path).read() if os.path.exists(stack_path) else ""
-    spy = shutil.which("py-spy")
-    if spy:
-        try:
-            out = subprocess.run(
-                [spy, "dump", "--native", "--pid", str(p.pid)],
-                capture_output=True,
-                text=True,
-                timeout=5,
-            )
-            text += "\n--- py-spy dump --native ---\n" + (out.stdout or out.stderr)
-        except (subprocess.SubprocessError, OSError) as e:
-            text += f"\n--- py-spy failed: {e}\n"
+    spy = pyspy_dump(p.pid)
+    if spy is not None:
+        text += "\n--- py-spy dump --native ---\n" + spy
     return text
 
 
