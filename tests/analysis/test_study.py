@@ -380,9 +380,11 @@ def test_experiment_files_are_consistent(path: Path) -> None:
             # Those policies need an ordering with a decision step (a config error otherwise).
             assert merged.get("engine/ordering") in DECISION_ORDERINGS, cell
         assert merged.get("logger") == "none", "studies run without W&B unless asked"
+    # a cell's labels (incident, arm, ...) are selectable like its overrides
+    labelled = [{**c, **(study.labels[i] if study.labels else {})} for i, c in enumerate(cells)]
     for exp in study.expect:
         for side in ("when", "lhs", "rhs"):
             if side in exp:
                 scope = {**(exp.get("when") or {}), **exp[side]}
-                assert any(_could_match(c, base, scope) for c in cells), (path.stem, exp)
-    assert set(study.cell_keys) <= {k for c in cells for k in c} | set(base)
+                assert any(_could_match(c, base, scope) for c in labelled), (path.stem, exp)
+    assert set(study.cell_keys) <= {k for c in labelled for k in c} | set(base)
