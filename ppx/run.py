@@ -117,6 +117,27 @@ def main(cfg: DictConfig) -> None:
     run_dir = hc.runtime.output_dir
     exp = hc.runtime.choices.get("exp")
     os.makedirs(run_dir, exist_ok=True)
+    from ppx.launch.store import torchrun_env
+
+    env = torchrun_env()  # one rank per torchrun worker; global rank 0 supervises
+    if env is not None:
+        problem = None
+        if env.world != int(cfg.pp) or cfg.engine.transport == "sim":
+            problem = (
+                f"torchrun started {env.world} workers for pp={cfg.pp} (engine.transport="
+                f"{cfg.engine.transport}); one worker per rank, gloo or nccl"
+            )
+        elif int(cfg.faults.kill_rank) > 0:
+            problem = (
+                f"faults.kill_rank={cfg.faults.kill_rank} under torchrun: only rank 0 is local"
+            )
+        if problem:
+            print(f"ppx: config error: {problem}", file=sys.stderr)
+            sys.exit(2)
+        if env.rank != 0:
+            from ppx.launch.node import serve_node
+
+            sys.exit(serve_node(cfg, run_dir, env))
     s = execute(cfg, run_dir, exp, list(hc.overrides.task))
     line = (
         f"ppx: verdict={s['verdict']} served={s['served']}/{s['submitted']} refused={s['refused']} "

@@ -17,6 +17,7 @@ from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
 from ppx.frontend.workloads import make_workload
+from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
 from ppx.watch.watchdog import Watchdog
@@ -44,6 +45,10 @@ class Supervisor:
         self.interrupted = False
         self.metrics: list[dict] = []
         self.reports: dict[int, dict] = {}
+        # under torchrun this process is global rank 0's worker: only rank 0 is spawned here,
+        # the others are remote handles fed by the store mirror (ppx/launch)
+        self.torchrun = torchrun_env()
+        self.mirror = None
 
     def _on_signal(self, signum, frame) -> None:
         self.interrupted = True
@@ -57,7 +62,17 @@ class Supervisor:
         self.in_q, self.out_q = ctx.Queue(), ctx.Queue()
         port = free_port()
         self.procs = []
+        spec = None
+        if self.torchrun is not None:
+            from ppx.launch.mirror import Mirror
+
+            spec = spec_of(self.torchrun)
+            self.mirror = Mirror(spec, self.board, self.run_dir, local={0})
+            self.mirror.start(self.t0)
         for r in range(self.world):
+            if self.mirror is not None and r != 0:
+                self.procs.append(self.mirror.remote[r - 1])
+                continue
             a = RankArgs(
                 r,
                 self.world,
@@ -68,6 +83,7 @@ class Supervisor:
                 self.t0,
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
+                store=spec,
             )
             p = ctx.Process(target=rank_main, args=(a,), name=f"ppx-rank{r}", daemon=True)
             p.start()
@@ -108,6 +124,10 @@ class Supervisor:
         for r, rep, code in exited:  # killed: its peers' connection errors follow from it
             if rep is None:
                 return "dead_peer", f"rank{r} exited with code {code} and no report"
+        if self.mirror is not None and exited:  # a node gone: its peers' errors follow from it
+            silent = self._silent_remote()
+            if silent:
+                return "dead_peer", f"rank(s) {silent} stopped answering (their node is gone)"
         crashed = [(r, rep) for r, rep, _ in exited if rep["state"] == "error"]
         if crashed:
             r, rep = first_failure(crashed)
@@ -115,6 +135,19 @@ class Supervisor:
         if exited and not self.driver.shutdown_sent:
             return "crashed", f"rank{exited[0][0]} left the loop before shutdown"
         return None
+
+    def _silent_remote(self) -> list[int]:
+        """Remote ranks that stopped publishing; waits out the mirror's silence window first,
+        since a local rank sees a remote node's death on the wire before the mirror does."""
+        from ppx.launch.mirror import SILENT_DEAD_S
+
+        deadline = time.time() + SILENT_DEAD_S + 1.0
+        while time.time() < deadline:
+            gone = self.mirror.silent(0.5)
+            if gone or all(p.exitcode is not None for p in self.mirror.remote):
+                return [r for r in gone if self._report(r) is None]
+            time.sleep(0.1)
+        return []
 
     def _sample(self, now: float) -> None:
         b, t = self.board, round(now - self.t0, 3)
@@ -249,6 +282,8 @@ class Supervisor:
             self.driver.collect()
             self._sample(time.time())
             if verdict != "served":
+                if self.mirror is not None:  # remote stacks land beside the local ones
+                    self.mirror.request_stacks()
                 pm = postmortem.write(self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0)
         finally:
             self._teardown()
@@ -287,6 +322,10 @@ class Supervisor:
             if p.is_alive():
                 p.kill()
                 p.join(timeout=2.0)
+        if self.mirror is not None:  # remote ranks: their agents publish exit and report
+            for p in self.mirror.remote:
+                p.join(timeout=10.0)
+            self.mirror.close()
         for q in (getattr(self, "in_q", None), getattr(self, "out_q", None)):
             if q is not None:
                 q.cancel_join_thread()

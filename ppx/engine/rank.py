@@ -37,6 +37,7 @@ from ppx.telemetry.events import EventLog
 
 if TYPE_CHECKING:
     from ppx.config import PPXConfig
+    from ppx.launch.store import StoreSpec
 
 DEBUG = os.environ.get("PPX_DEBUG") == "1"
 
@@ -53,6 +54,7 @@ class RankArgs:
     in_q: object = None
     out_q: object = None
     shared_models: dict | None = None  # the simulator's: models kept across runs in-process
+    store: StoreSpec | None = None  # under torchrun: rendezvous through its c10d store
 
 
 def _die_with_parent() -> None:
@@ -314,8 +316,9 @@ def rank_main(a: RankArgs) -> None:
         prof = passprof.install()
 
     def open_t() -> Transport:
+        store = a.store.connect() if a.store else None
         return open_transport(
-            a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS, str(a.cfg.device)
+            a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS, str(a.cfg.device), store
         )
 
     report, loop = serve(a, open_t, board)

@@ -25,15 +25,22 @@ def bind_device(device: str) -> int | None:
 
 
 def open_transport(
-    kind: str, rank: int, world: int, port: int, num_kinds: int, device: str = "cpu"
+    kind: str,
+    rank: int,
+    world: int,
+    port: int,
+    num_kinds: int,
+    device: str = "cpu",
+    store=None,
 ) -> Transport:
+    """`store`: rendezvous through this c10d store (torchrun's) instead of 127.0.0.1:port."""
     if kind == "nccl":  # one GPU per rank
         from ppx.engine.transport.nccl import NcclTransport
 
-        return NcclTransport(rank, world, port, num_kinds)
+        return NcclTransport(rank, world, port, num_kinds, store=store)
     bind_device(device)  # the gloo path: every rank on the GPU the config names
     if kind == "gloo":
         from ppx.engine.transport.gloo import GlooTransport
 
-        return GlooTransport(rank, world, port)
+        return GlooTransport(rank, world, port, store=store)
     raise ValueError(f"transport {kind!r} is not opened per process (sim runs in ppx.sim)")

@@ -47,9 +47,15 @@ class NcclTransport(GlooTransport):
     rendezvous_sends = False  # see the module docstring: the channels wait for the peer
 
     def __init__(
-        self, rank: int, world: int, port: int, num_kinds: int, host: str = "127.0.0.1"
+        self,
+        rank: int,
+        world: int,
+        port: int,
+        num_kinds: int,
+        host: str = "127.0.0.1",
+        store=None,
     ) -> None:
-        super().__init__(rank, world, port, host)
+        super().__init__(rank, world, port, host, store)
         gpu = local_gpu(rank)
         torch.cuda.set_device(gpu)
         self.payload_device = f"cuda:{gpu}"
