@@ -39,6 +39,14 @@ CASES = [
         ],
         "told_scope=promise means nothing without flips",
     ),
+    (
+        [
+            "engine/admission=forwarded",
+            "engine/ordering=decision_first",
+            "engine.admission.geometry=rederive",
+        ],
+        "executes rank 0's lengths by definition",
+    ),
 ]
 
 

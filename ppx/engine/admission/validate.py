@@ -45,6 +45,18 @@ def validate_protocol(merged: DictConfig) -> None:
                 f"engine.admission.told_scope={a.told_scope} means nothing without flips: a told "
                 "row outlives its pass only across a TP<->PP cutover (set flip=...)"
             )
+    if a.geometry not in ("told", "rederive"):
+        raise ConfigError(f"engine.admission.geometry={a.geometry!r}: told | rederive")
+    if a.geometry == "rederive" and a.name != "decision":
+        raise ConfigError(
+            f"engine.admission.geometry=rederive is a design of engine/admission=decision "
+            f"(engine/admission={a.name} "
+            + (
+                "executes rank 0's lengths by definition)"
+                if a.name == "forwarded"
+                else "has no told)"
+            )
+        )
     if g.miss not in ("sentinel", "zero"):
         raise ConfigError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
     if g.prefix_clear not in ("serve", "never"):
