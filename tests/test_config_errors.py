@@ -47,6 +47,18 @@ CASES = [
         ],
         "executes rank 0's lengths by definition",
     ),
+    (
+        [
+            "engine/admission=row_authority",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=void",
+        ],
+        "row_authority never voids",
+    ),
+    (
+        ["engine/admission=row_authority", "engine/ordering=decision_first", "engine/guard=rid"],
+        "learns from retractions",
+    ),
 ]
 
 

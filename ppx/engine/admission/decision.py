@@ -202,7 +202,7 @@ class DecisionPolicy(Policy):
         if self.forwarded and self.on_refusal == "stop":
             self.n["stops"] += 1
             ctx.stop(
-                f"forwarded refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
+                f"{self.name} refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
                 f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}",
                 p,
             )

@@ -19,7 +19,20 @@ def validate_protocol(merged: DictConfig) -> None:
     from ppx.config import ConfigError
 
     a, g = merged.engine.admission, merged.engine.guard
-    if a.name == "forwarded":
+    if a.name == "row_authority":
+        # the log's end state: rank 0's rows are the only truth, followers never retract,
+        # an unexecutable row is a group STOP
+        if a.on_refusal != "stop":
+            raise ConfigError(
+                f"engine.admission.on_refusal={a.on_refusal}: engine/admission=row_authority "
+                "never voids (an unexecutable row is a group STOP, sgl-project#1153)"
+            )
+        if g.name != "off":
+            raise ConfigError(
+                f"engine/guard={g.name} learns from retractions, which "
+                "engine/admission=row_authority never makes (sgl-project#1072)"
+            )
+    elif a.name == "forwarded":
         if a.on_refusal not in ON_REFUSAL:
             raise ConfigError(f"engine.admission.on_refusal={a.on_refusal!r}: void | stop")
     elif a.on_refusal is not None:
