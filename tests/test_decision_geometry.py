@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import re
 
+from ppx_helpers import SKEW_400
+
 HEALS = [
     "pp=2",
     "engine.transport=sim",
     "engine/ordering=decision_first",
     "engine/admission=decision",
     "engine/guard=rid",
-    "faults=pool_skew",
-    "faults.pool_tokens=400",
-    "workload.num_prefixes=4",
-    "workload.num_requests=24",
-    "workload.concurrency=4",
-    "workload.max_new=8",
-    "engine.livelock_passes=32",
+    *SKEW_400,
 ]
 
 

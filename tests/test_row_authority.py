@@ -9,18 +9,10 @@ disagreement it serves like every other policy.
 
 from __future__ import annotations
 
-from ppx_helpers import outputs
+from ppx_helpers import SKEW_400, outputs
 
 SIM = ["pp=2", "engine.transport=sim", "engine/ordering=decision_first"]
-SKEW = [
-    "faults=pool_skew",
-    "faults.pool_tokens=400",
-    "workload.num_prefixes=4",
-    "workload.num_requests=24",
-    "workload.concurrency=4",
-    "workload.max_new=8",
-    "engine.livelock_passes=32",
-]
+SKEW = SKEW_400
 
 
 def test_red_retractions_livelock_green_row_authority_stops_by_name(engine):
