@@ -42,3 +42,17 @@ def decode_tok_s(run_dir: str) -> float:
     req = pd.read_parquet(os.path.join(run_dir, "requests.parquet"))
     first = (req.submit_t_s + req.ttft_ms / 1e3).min()
     return float((req.output_len - 1).sum() / (req.finish_t_s.max() - first))
+
+
+def decode_load(pp: int, batch: int, prompt: int, new: int, requests: int = 0) -> list[str]:
+    """The decode-bound load of the overhead benchmarks: `batch` equal prompts at once
+    (`requests` in all, default one batch)."""
+    return [
+        f"pp={pp}",
+        "workload=random",
+        f"workload.num_requests={requests or batch}",
+        f"workload.concurrency={batch}",
+        f"workload.prompt_min={prompt}",
+        f"workload.prompt_max={prompt}",
+        f"workload.max_new={new}",
+    ]

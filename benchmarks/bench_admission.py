@@ -1,14 +1,19 @@
-"""decision and forwarded against rank_local without divergence, side by side in one run.
-python benchmarks/bench_admission.py [--reps 2]   (aim: >= 0.95)"""
+"""decision and forwarded against rank_local without divergence, arms interleaved.
+
+  python benchmarks/bench_admission.py [--reps 8] [--pp 3]   (target: >= 0.97)
+
+out_tok_s of each policy on the same shared-prefix load (every token checked by the oracle);
+the median per-round ratio to rank_local with its 95 % interval (see _method.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 
 import _common
+import _method
 
 LOAD = [
-    "pp=3",
     "workload=shared_prefix",
     "workload.num_requests=24",
     "workload.concurrency=8",
@@ -21,22 +26,26 @@ POLICIES = {
 }
 
 
+def arm(pp: int, overrides: list[str]):
+    def run() -> float:
+        s, _ = _common.run(f"pp={pp}", *LOAD, *overrides)
+        assert s["verdict"] == "served" and s["oracle_mismatches"] == 0, s["reason"]
+        return s["out_tok_s"]
+
+    return run
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=8, help="interleaved rounds (>= 6 for a CI)")
+    ap.add_argument("--pp", type=int, default=3)
     args = ap.parse_args()
-    got: dict[str, list[float]] = {k: [] for k in POLICIES}
-    for _ in range(args.reps):
-        for name, ov in POLICIES.items():
-            s, _ = _common.run(*LOAD, *ov)
-            assert s["verdict"] == "served" and s["oracle_mismatches"] == 0, s["reason"]
-            got[name].append(s["out_tok_s"])
-    base = sum(got["rank_local"]) / args.reps
-    print(f"out_tok_s over {args.reps} interleaved reps (pp=3, shared_prefix, no divergence)")
-    print(f"{'policy':>11} {'out_tok_s':>10} {'vs rank_local':>14}")
-    for name, vals in got.items():
-        mean = sum(vals) / len(vals)
-        print(f"{name:>11} {mean:>10.1f} {mean / base:>14.2f}")
+    _method.print_machine()
+    arms = {name: arm(args.pp, ov) for name, ov in POLICIES.items()}
+    got = _method.interleave(arms, args.reps)
+    _method.report(
+        got, "rank_local", f"out_tok_s, pp={args.pp}, shared_prefix, no divergence", target=0.97
+    )
 
 
 if __name__ == "__main__":

@@ -12,10 +12,11 @@ import time
 
 from omegaconf import OmegaConf
 
+from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
-from ppx.frontend.workloads import Workload
+from ppx.frontend.workloads import make_workload
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
 from ppx.watch.watchdog import Watchdog
@@ -103,7 +104,7 @@ class Supervisor:
         for _r, rep, _ in exited:
             if rep is not None and rep["state"] == "stopped":
                 reason = rep["stop_reason"] or rep["error"]
-                return ("livelocked" if reason.startswith("livelock") else "stopped"), reason
+                return stop_verdict(reason), reason
         for r, rep, code in exited:  # killed: its peers' connection errors follow from it
             if rep is None:
                 return "dead_peer", f"rank{r} exited with code {code} and no report"
@@ -178,7 +179,7 @@ class Supervisor:
             self.boot_s = self._await_boot(float(w.max_run_s))
             # the workload clock (duration_s, arrivals) starts when the engine is up
             self.driver = Driver(
-                Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+                make_workload(self.cfg),
                 self.in_q,
                 self.out_q,
                 time.time(),
@@ -189,7 +190,10 @@ class Supervisor:
             )
             next_sample = self.t0
             f = self.cfg.faults
-            kill_at = self.t0 + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
+            # the run's clocks (a kill, max_run_s) count from boot, as on sim: a slow start on a
+            # loaded machine neither eats the run's time nor lands a kill in the middle of it
+            booted = time.time()
+            kill_at = booted + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
             while verdict is None:
                 if kill_at is not None and time.time() >= kill_at:  # faults: a rank dies
                     os.kill(self.procs[f.kill_rank].pid, signal.SIGKILL)
@@ -221,14 +225,14 @@ class Supervisor:
                 if v == "dead_peer":
                     verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
                 elif v == "mismatch":
-                    verdict, reason = v, f"channel mismatch: {wd.mismatch}"
+                    verdict, reason = v, f"{CHANNEL_MISMATCH}{wd.mismatch}"
                 elif v == "wedged":
                     held = min(b["since_s"] for b in wd.blocked() if b)
                     verdict, reason = (
                         v,
                         f"every rank blocked for at least {held:.1f}s with no progress",
                     )
-                elif now - self.t0 > float(w.max_run_s):
+                elif now - booted > float(w.max_run_s):
                     verdict = "straggler" if wd.status == "straggler" else "timeout"
                     reason = f"watch.max_run_s={w.max_run_s} reached ({wd.status})"
                 elif self.driver.shutdown_sent and wd.stalled_for > SHUTDOWN_GRACE_S:

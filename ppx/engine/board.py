@@ -74,6 +74,13 @@ class State(IntEnum):
     ERROR = 4
 
 
+# plain int indices for the hot path (an IntEnum index costs numpy an __index__ call)
+_OP, _HEAD = int(F.BLK_OP), int(F.RING_HEAD)
+_REC = slice(int(F.BLK_PEER), int(F.BLK_WIDTH) + 1)
+assert [int(x) for x in (F.BLK_PEER, F.BLK_KIND, F.BLK_SLOT, F.BLK_PASS, F.BLK_SEQ)] == list(
+    range(int(F.BLK_PEER), int(F.BLK_PEER) + 5)
+) and int(F.BLK_SINCE_NS) + 1 == int(F.BLK_WIDTH) == int(F.BLK_PEER) + 6
+
 RANK_BLOCK = F.NUM + 2 * 64 * NUM_KINDS + RING * RING_FIELDS  # supports worlds up to 64
 
 
@@ -168,6 +175,7 @@ class RankBoard:
         self.consumed = board.consumed(rank)
         self.ring = board.ring(rank)
         self.f[F.PID] = os.getpid()
+        self._head = int(self.f[F.RING_HEAD])
         self.enabled = True  # watch.blocked_on=false turns the records off (overhead benchmark)
 
     def set(self, field: F, value: int) -> None:
@@ -187,11 +195,9 @@ class RankBoard:
         now = time.monotonic_ns()
         if not self.enabled:
             return now
-        f = self.f
-        f[F.BLK_PEER], f[F.BLK_KIND], f[F.BLK_SLOT] = peer, kind, slot
-        f[F.BLK_PASS], f[F.BLK_SEQ], f[F.BLK_WIDTH] = pass_id, seq, width
-        f[F.BLK_SINCE_NS] = now
-        f[F.BLK_OP] = op  # last: a reader that sees the op sees the rest of the record
+        # one store for the whole record (BLK_PEER..BLK_WIDTH are adjacent), then the op
+        self.f[_REC] = (peer, kind, slot, pass_id, seq, now, width)
+        self.f[_OP] = op  # last: a reader that sees the op sees the rest of the record
         return now
 
     def unblock(
@@ -199,16 +205,20 @@ class RankBoard:
     ) -> None:
         if not self.enabled:
             return
-        self.f[F.BLK_OP] = Op.NONE
+        self.f[_OP] = 0  # Op.NONE
         self.record(op, peer, kind, slot, pass_id, seq, since)
 
     def record(
         self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, since: int
     ) -> None:
         now = time.monotonic_ns()
-        head = int(self.f[F.RING_HEAD])
+        head = self._head  # only this rank writes its head: no read back from the board
         self.ring[head % RING] = (since, op, peer, kind, slot, pass_id, seq, now - since)
-        self.f[F.RING_HEAD] = head + 1
+        self._head = self.f[_HEAD] = head + 1
+
+    def peer_consumed(self, dst: int, kind: int) -> int:
+        """How many messages of `kind` from this rank rank `dst` has consumed (flush on nccl)."""
+        return int(self.board.consumed(dst)[self.rank, kind])
 
     def peer_sent(self, src: int, kind: int) -> int:
         """How many messages of `kind` rank `src` has posted to this rank (readiness evidence)."""

@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 
 import torch
 
-from ppx.core import Kind, Message, StopRun
+from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
 from ppx.engine.transport.base import Transport
 
@@ -27,22 +27,17 @@ _CODE = {d: i for i, d in enumerate(_DTYPES)}
 
 
 def encode_header(msg: Message) -> torch.Tensor:
+    """One int64 tensor built from one Python list (a tensor per field costs ~2 us each,
+    and every message of every pass has a header)."""
     if msg.num_tensors > MAX_TENSORS or len(msg.aux) > MAX_AUX:
         raise ValueError(f"message {msg.kind.label}: too many tensors or aux fields")
-    h = torch.zeros(HEADER_LEN, dtype=torch.int64)
-    h[:7] = torch.tensor(
-        [msg.kind, msg.slot, msg.pass_id, msg.epoch, msg.seq, msg.flags, msg.num_tensors]
-    )
-    for i, a in enumerate(msg.aux):
-        h[8 + i] = a
-    for i, t in enumerate(msg.tensors):
+    h = [int(msg.kind), msg.slot, msg.pass_id, msg.epoch, msg.seq, int(msg.flags)]
+    h += [msg.num_tensors, 0, *msg.aux] + [0] * (MAX_AUX - len(msg.aux))
+    for t in msg.tensors:
         if t.dim() > 3:
             raise ValueError("payload tensors have at most 3 dims")
-        dims = list(t.shape) + [-1] * (3 - t.dim())
-        h[8 + MAX_AUX + i * _META : 8 + MAX_AUX + (i + 1) * _META] = torch.tensor(
-            [_CODE[t.dtype], *dims]
-        )
-    return h
+        h += [_CODE[t.dtype], *t.shape] + [-1] * (3 - t.dim())
+    return torch.tensor(h + [0] * (HEADER_LEN - len(h)), dtype=torch.int64)
 
 
 def decode_header(h: torch.Tensor) -> tuple[Message, list[tuple[torch.dtype, list[int]]]]:
@@ -73,7 +68,11 @@ class Channels:
         self.inbox: dict[tuple[int, int], deque] = defaultdict(deque)  # (src, kind) -> stashed
         self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
         self.seq_in: dict[tuple[int, int], int] = defaultdict(int)
+        # (dst, kind) -> seq of the last message sent with a payload (flush's rendezvous
+        # target on a transport whose sends do not wait for the peer: nccl)
+        self.payload_seq: dict[tuple[int, int], int] = {}
         self.delays: dict[int, float] = {}  # kind -> seconds injected before a send (faults)
+        self.lose: tuple[int, int] | None = None  # faults.lose_*: (kind, seq) never posted
         self.readiness_budget_s: float | None = None
 
     # -- send side -----------------------------------------------------------------------
@@ -81,6 +80,8 @@ class Channels:
         key = (dst, int(msg.kind))
         msg.seq = self.seq_out[key]
         self.seq_out[key] += 1
+        if self.lose == (int(msg.kind), msg.seq):  # faults.lose_message: counted, never posted
+            return
         if msg.kind in self.delays:  # faults: a slow link (a virtual sleep in the simulator)
             self.t.sleep(self.delays[msg.kind])
         self.board.sent[dst, msg.kind] += 1
@@ -91,9 +92,10 @@ class Channels:
         payload = [t.detach().to(where).contiguous() for t in msg.tensors]
         for t in payload:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
-        self.pending[key].append(
-            self.t.isend(dst, 0, encode_header(Message(**{**msg.__dict__, "tensors": payload})))
-        )
+        if payload:
+            self.payload_seq[key] = msg.seq
+        # the header describes `msg.tensors`: the payload copies have their dtypes and shapes
+        self.pending[key].append(self.t.isend(dst, 0, encode_header(msg)))
 
     def flush(self, kinds: list[Kind] | None = None, pass_id: int = -1) -> None:
         """Complete pending sends; under gloo this waits until the peer has taken them."""
@@ -106,9 +108,22 @@ class Channels:
             for h in handles:
                 h.wait()
             handles.clear()
+            if not self.t.rendezvous_sends:
+                self._await_taken(dst, kind)
             self.board.unblock(
                 Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1, since
             )
+
+    def _await_taken(self, dst: int, kind: int) -> None:
+        """gloo's flush semantics on a transport without them: wait (under the flush's
+        blocked-on record, so the watchdog names a wedge as on gloo) until `dst` has consumed
+        the last message of `kind` that carried a payload -- what gloo's rendezvous waits for.
+        Header-only messages complete when read, as on gloo (their header goes over gloo)."""
+        seq = self.payload_seq.pop((dst, kind), None)
+        if seq is None:
+            return
+        while self.board.peer_consumed(dst, kind) <= seq:
+            self.t.sleep(0.0002)
 
     def _read_header(self, src: int) -> tuple[Message, list]:
         buf = torch.empty(HEADER_LEN, dtype=torch.int64)
@@ -116,6 +131,12 @@ class Channels:
         return decode_header(buf)
 
     def _pull(self, src: int, msg: Message, metas) -> Message:
+        want = self.seq_in[(src, int(msg.kind))]
+        if msg.seq != want:  # a message lost or doubled on the way: every later one is shifted
+            raise StopRun(
+                f"{CHANNEL_MISMATCH}rank{self.rank} expects {msg.kind.label} seq={want} from "
+                f"rank{src}, which sent seq={msg.seq} (slot={msg.slot} pass={msg.pass_id})"
+            )
         if metas is not None:
             for dtype, shape in metas:
                 out = torch.empty(shape, dtype=dtype, device=self.t.payload_device)

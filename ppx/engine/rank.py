@@ -79,6 +79,8 @@ class RankLoop(PassSteps):
             ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
         if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):
             ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
+        if cfg.faults.lose_kind and cfg.faults.lose_rank == a.rank:
+            ch.lose = (int(Kind[cfg.faults.lose_kind.upper()]), int(cfg.faults.lose_seq))
         self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
         self.t, self.ch, self.board, self.events = t, ch, rb, events
         self.prev, self.next, self.is_first, self.is_last = (
@@ -234,6 +236,12 @@ class RankLoop(PassSteps):
             **self.policy_counters(),
             "host_saves": sum(h.saves for h in hosts),
             "host_loads": sum(h.loads for h in hosts),
+            # resident weights per phase (a real checkpoint's cross-stage memory) and the bytes
+            # this rank read from the checkpoint (its own stage / shard only)
+            "weight_bytes": {ph: m.weight_bytes for ph, m in self.planner.models.items()},
+            "weight_bytes_read": sum(
+                getattr(m, "bytes_read", 0) for m in self.planner.models.values()
+            ),
         }
 
     def policy_counters(self) -> dict:
@@ -298,12 +306,22 @@ def rank_main(a: RankArgs) -> None:
     stack_file = open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.stack.txt"), "w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     board = Board(a.board_path, a.world)
+    # benchmarks/profile_pass.py: the engine's methods timed part by part (ppx/engine/passprof.py)
+    prof = None
+    if os.environ.get("PPX_PROFILE") == "1":
+        from ppx.engine import passprof
+
+        prof = passprof.install()
 
     def open_t() -> Transport:
-        return open_transport(a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS)
+        return open_transport(
+            a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS, str(a.cfg.device)
+        )
 
     report, loop = serve(a, open_t, board)
     write_report(a, report)
+    if prof is not None:
+        prof.dump(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.profile.json"))
     if loop is not None and report["state"] == "done":
         loop.t.close()
     stack_file.flush()

@@ -32,6 +32,7 @@ class Scheduler:
         self.paused = False  # a flip is draining: nothing new is scheduled
         self.lifo = False  # faults.lifo_rank: this rank scans its queue newest-first
         self.trace = None  # PPX_DEBUG=1: a callable that logs request moves
+        self.eos: frozenset[int] = frozenset()  # a checkpoint's EOS ids: sampling one finishes
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
 
     # -- queue ----------------------------------------------------------------------------
@@ -110,17 +111,18 @@ class Scheduler:
         if not entries:
             return None
         locs: list[int] = []
-        for e in entries:
-            req = self.reqs[e.rid]
-            locs += self.cache.extend(req, e.extend_len)
-            if mode == "prefill":
-                self.prefill_tokens += e.extend_len
-                if e.final:
-                    if self.chunked is req:
-                        self.chunked = None
-                    req.slot = slot
-                else:
-                    self.chunked = req
+        with self.cache.batched_rows():
+            for e in entries:
+                req = self.reqs[e.rid]
+                locs += self.cache.extend(req, e.extend_len)
+                if mode == "prefill":
+                    self.prefill_tokens += e.extend_len
+                    if e.final:
+                        if self.chunked is req:
+                            self.chunked = None
+                        req.slot = slot
+                    else:
+                        self.chunked = req
         self.locs[pass_id] = locs
         batch = SlotBatch(
             slot,
@@ -137,6 +139,8 @@ class Scheduler:
 
     # -- running a batch ------------------------------------------------------------------
     def inputs(self, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+        if batch.mode == "decode" and all(e.extend_len == 1 and e.final for e in batch.entries):
+            return self._decode_inputs(batch, first_stage)
         pos, ids, rows, prefix, qo, sample = [], [], [], [], [0], []
         for e in batch.entries:
             req = self.reqs[e.rid]
@@ -163,6 +167,30 @@ class Scheduler:
             input_ids=t(ids) if first_stage else None,
         )
 
+    def _decode_inputs(self, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+        """The same inputs for a decode batch (one token per request, every one sampled) from
+        one tensor of columns, instead of a tensor per field and lists grown per token."""
+        pos, rows, ids = [], [], []
+        for e in batch.entries:
+            req = self.reqs[e.rid]
+            pos.append(e.prefix_len)
+            rows.append(req.row)
+            if first_stage:
+                ids.append(req.token_at(e.prefix_len))
+        n, dev = len(pos), self.device
+        cols = torch.tensor([pos, pos, rows, ids] if first_stage else [pos, pos, rows])
+        cols = cols.to(dev)
+        return ForwardInputs(
+            mode=batch.mode,
+            positions=cols[0],
+            qo_indptr=torch.arange(n + 1, device=dev),
+            prefix_lens=cols[1],
+            req_rows=cols[2],
+            out_cache_loc=torch.tensor(self.locs[batch.pass_id], dtype=torch.int64, device=dev),
+            sample_rows=torch.arange(n, device=dev),
+            input_ids=cols[3] if first_stage else None,
+        )
+
     def after_launch(self, batch: SlotBatch) -> None:
         """This rank computed the batch: its chunks' KV is real, so the tree may share it."""
         self.locs.pop(batch.pass_id, None)
@@ -180,6 +208,8 @@ class Scheduler:
         for e, tok in zip(finals, tokens):
             req = self.reqs[e.rid]
             req.output.append(int(tok))
+            if int(tok) in self.eos:  # every rank applies the same tokens, so all agree
+                req.max_new = req.output_len
             out.append((req, int(tok)))
             if batch.mode == "prefill" and not req.finished:
                 self.running[slot].append(req)

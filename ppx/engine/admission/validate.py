@@ -1,7 +1,8 @@
 """Protocol switches that cannot mean anything together are refused before anything spawns.
 
-Each check answers with one line naming the switch, the value and why; `ppx.config.validate`
-turns it into exit 2.
+Each check raises a ValueError of one line naming the switch, the value and why;
+`ppx.config.validate` turns it into a ConfigError (exit 2). The engine does not import the
+config layer.
 """
 
 from __future__ import annotations
@@ -16,52 +17,51 @@ ON_REFUSAL = ("void", "stop")
 
 
 def validate_protocol(merged: DictConfig) -> None:
-    from ppx.config import ConfigError
-
+    """Raises ValueError naming the first switch that cannot mean anything here."""
     a, g = merged.engine.admission, merged.engine.guard
     if a.name == "row_authority":
         # the log's end state: rank 0's rows are the only truth, followers never retract,
         # an unexecutable row is a group STOP
         if a.on_refusal != "stop":
-            raise ConfigError(
+            raise ValueError(
                 f"engine.admission.on_refusal={a.on_refusal}: engine/admission=row_authority "
                 "never voids (an unexecutable row is a group STOP, sgl-project#1153)"
             )
         if g.name != "off":
-            raise ConfigError(
+            raise ValueError(
                 f"engine/guard={g.name} learns from retractions, which "
                 "engine/admission=row_authority never makes (sgl-project#1072)"
             )
     elif a.name == "forwarded":
         if a.on_refusal not in ON_REFUSAL:
-            raise ConfigError(f"engine.admission.on_refusal={a.on_refusal!r}: void | stop")
+            raise ValueError(f"engine.admission.on_refusal={a.on_refusal!r}: void | stop")
     elif a.on_refusal is not None:
         why = (
             "a retraction always voids the pass (use engine/admission=forwarded to choose)"
             if a.name == "decision"
             else "it has no refusals: every rank forms its own batch"
         )
-        raise ConfigError(
+        raise ValueError(
             f"engine.admission.on_refusal={a.on_refusal} is ignored by "
             f"engine/admission={a.name}: {why}"
         )
     if a.told_scope not in SCOPES:
-        raise ConfigError(f"engine.admission.told_scope={a.told_scope!r}: {' | '.join(SCOPES)}")
+        raise ValueError(f"engine.admission.told_scope={a.told_scope!r}: {' | '.join(SCOPES)}")
     if a.told_scope != "pass":
         if a.name == "rank_local":
-            raise ConfigError(
+            raise ValueError(
                 f"engine.admission.told_scope={a.told_scope} needs a decision to stamp: "
                 "engine/admission=decision or forwarded"
             )
         if not merged.flip.enabled:
-            raise ConfigError(
+            raise ValueError(
                 f"engine.admission.told_scope={a.told_scope} means nothing without flips: a told "
                 "row outlives its pass only across a TP<->PP cutover (set flip=...)"
             )
     if a.geometry not in ("told", "rederive"):
-        raise ConfigError(f"engine.admission.geometry={a.geometry!r}: told | rederive")
+        raise ValueError(f"engine.admission.geometry={a.geometry!r}: told | rederive")
     if a.geometry == "rederive" and a.name != "decision":
-        raise ConfigError(
+        raise ValueError(
             f"engine.admission.geometry=rederive is a design of engine/admission=decision "
             f"(engine/admission={a.name} "
             + (
@@ -71,11 +71,11 @@ def validate_protocol(merged: DictConfig) -> None:
             )
         )
     if g.miss not in ("sentinel", "zero"):
-        raise ConfigError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
+        raise ValueError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
     if g.prefix_clear not in ("serve", "never"):
-        raise ConfigError(f"engine.guard.prefix_clear={g.prefix_clear!r}: serve | never")
+        raise ValueError(f"engine.guard.prefix_clear={g.prefix_clear!r}: serve | never")
     if g.prefix_clear != "serve" and g.name != "prefix":
-        raise ConfigError(
+        raise ValueError(
             f"engine.guard.prefix_clear={g.prefix_clear} needs engine/guard=prefix "
             f"(engine/guard={g.name} keeps no prefix floors)"
         )

@@ -7,6 +7,8 @@ the tokens a request will still allocate, so a decode step never runs out mid-ba
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 from ppx.core import Req
@@ -39,6 +41,7 @@ class KVCache:
         self.evictions = 0
         self.slack = 0  # rank 0 under a decision policy admits against the smallest pool
         self.host = None  # HostTier when engine.kv.host_tier is on
+        self._pending_rows: list | None = None  # req_to_token writes held by `batched_rows`
 
     # -- capacity -------------------------------------------------------------------------
     @property
@@ -123,12 +126,34 @@ class KVCache:
         start = len(row)
         assert start == req.computed, f"rid {req.rid}: row {start} != computed {req.computed}"
         row += locs
-        self.req_to_token[req.row, start : start + n] = torch.tensor(locs, dtype=torch.int32)
+        if self._pending_rows is not None:  # inside `batched_rows`: one write at its end
+            self._pending_rows.append((req.row, start, locs))
+        else:
+            self.req_to_token[req.row, start : start + n] = torch.tensor(locs, dtype=torch.int32)
         req.computed += n
         used = min(n, req.reserved)
         req.reserved -= used
         self.reserved -= used
         return locs
+
+    @contextmanager
+    def batched_rows(self):
+        """`extend` calls inside write req_to_token once for the whole batch (a tensor and
+        an indexed store per request cost ~10 us each, per pass); the write happens on the
+        way out even when an extend raised, so what was allocated is always in the rows."""
+        self._pending_rows = []
+        try:
+            yield
+        finally:
+            pending, self._pending_rows = self._pending_rows, None
+            if pending:
+                rows = [r for r, _, locs in pending for _ in locs]
+                cols = [c for _, start, locs in pending for c in range(start, start + len(locs))]
+                flat = [s for _, _, locs in pending for s in locs]
+                dev = self.req_to_token.device
+                self.req_to_token[
+                    torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)
+                ] = torch.tensor(flat, dtype=torch.int32, device=dev)
 
     def rollback(self, req: Req, n: int) -> None:
         """Undo the last `extend(req, n)` of a pass that never ran (a void)."""

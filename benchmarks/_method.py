@@ -1,0 +1,101 @@
+"""The measurement method every ratio benchmark shares (one place, not one per script).
+
+- Arms run interleaved, A B A B ... (three arms: A B C A B C ...), so a drift in the
+  machine's load hits every arm alike; each rep's ratio is taken within its own round.
+- The figure is the median of the per-round ratios with a distribution-free 95 % interval
+  for that median from order statistics (the binomial sign-test interval): with n rounds,
+  [r_(k), r_(n+1-k)] for the largest k with P(Bin(n, 1/2) < k) <= 2.5 %. It needs n >= 6;
+  each extra pair of rounds moves k inward as n grows.
+- Each rank runs one torch thread (rank_main pins it); the in-process arms pin this
+  process to one too. The machine's core count and load are printed beside the figures,
+  because ranks beyond the core count are a different experiment.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Callable
+
+import torch
+
+
+def pin_threads() -> None:
+    """One torch thread, as every rank runs."""
+    torch.set_num_threads(1)
+
+
+def machine() -> str:
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"machine: {cores} cores ({usable} usable), load average {load}; 1 torch thread per rank"
+
+
+def print_machine() -> None:
+    print(machine())
+
+
+def interleave(arms: dict[str, Callable[[], float]], reps: int) -> dict[str, list[float]]:
+    """Run every arm once per round, in the given order, `reps` rounds."""
+    got: dict[str, list[float]] = {name: [] for name in arms}
+    for i in range(reps):
+        for name, fn in arms.items():
+            got[name].append(fn())
+        print(
+            f"  round {i + 1}/{reps}: "
+            + "  ".join(f"{name} {vals[-1]:.1f}" for name, vals in got.items()),
+            flush=True,
+        )
+    return got
+
+
+def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float, float, float]:
+    """(median, lo, hi, coverage): the order-statistic interval for the median; lo = hi = nan
+    when there are too few values for `level`."""
+    s, n = sorted(xs), len(xs)
+    k, cum = 0, 0.0
+    tail = (1 - level) / 2
+    while k < n:  # the largest k with P(Bin(n, 1/2) < k+1) <= tail
+        nxt = cum + math.comb(n, k) / 2**n
+        if nxt > tail:
+            break
+        cum, k = nxt, k + 1
+    med = statistics.median(s)
+    if k == 0:
+        return med, math.nan, math.nan, 0.0
+    return med, s[k - 1], s[n - k], 1 - 2 * cum
+
+
+def report(
+    got: dict[str, list[float]],
+    base: str,
+    unit: str,
+    target: float,
+    exclude: float | None = None,
+) -> None:
+    """Per-round values and ratios to `base`, then the median ratio, its interval and the
+    target (printed, never asserted)."""
+    others = [a for a in got if a != base]
+    n = len(got[base])
+    head = f"{'round':>5} " + " ".join(f"{a:>12}" for a in got)
+    head += " " + " ".join(f"{a + '/' + base:>22}" for a in others)
+    print(f"\n{unit}, {n} interleaved rounds")
+    print(head)
+    for i in range(n):
+        row = f"{i:>5} " + " ".join(f"{got[a][i]:>12.1f}" for a in got)
+        row += " " + " ".join(f"{got[a][i] / got[base][i]:>22.3f}" for a in others)
+        print(row)
+    for a in others:
+        ratios = [x / y for x, y in zip(got[a], got[base])]
+        med, lo, hi, cov = median_ci(ratios)
+        verdict = "met" if med >= target else "NOT met"
+        line = (
+            f"{a}/{base}: median {med:.3f}, {100 * cov:.1f} % interval [{lo:.3f}, {hi:.3f}] "
+            f"(half-width {100 * (hi - lo) / 2 / med:.1f} %); target >= {target} {verdict}"
+        )
+        if exclude is not None:
+            line += f"; interval excludes {exclude}: {'yes' if lo > exclude else 'no'}"
+        print(line)
+    print(machine())
