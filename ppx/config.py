@@ -52,6 +52,7 @@ class AdmissionCfg:
     name: str = "rank_local"
     on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
     told_scope: str = "pass"  # pass (#1063) | promise (#1059) | epoch (#1061): needs flips
+    geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
 
 
 @dataclass

@@ -104,3 +104,16 @@ def outputs(run_dir: str) -> dict[int, list[int]]:
 
     df = pd.read_parquet(os.path.join(run_dir, "requests.parquet"))
     return {int(r): list(ids) for r, ids in zip(df["rid"], df["output_ids"]) if len(ids)}
+
+
+# Family A of experiments/admission_matrix.yaml: rank 1's 400-token pool evicts shared
+# prefixes rank 0 keeps and computes them again later (an honest, healing disagreement).
+SKEW_400 = [
+    "faults=pool_skew",
+    "faults.pool_tokens=400",
+    "workload.num_prefixes=4",
+    "workload.num_requests=24",
+    "workload.concurrency=4",
+    "workload.max_new=8",
+    "engine.livelock_passes=32",
+]

@@ -124,6 +124,26 @@ BRANCHES = {
         ],
         "told_scope=promise means nothing without flips",
     ),
+    "geometry=rederive on forwarded": (
+        [
+            "engine/admission=forwarded",
+            "engine/ordering=decision_first",
+            "engine.admission.geometry=rederive",
+        ],
+        "executes rank 0's lengths by definition",
+    ),
+    "row_authority that voids": (
+        [
+            "engine/admission=row_authority",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=void",
+        ],
+        "row_authority never voids",
+    ),
+    "row_authority with a guard": (
+        ["engine/admission=row_authority", "engine/ordering=decision_first", "engine/guard=rid"],
+        "learns from retractions",
+    ),
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pandas as pd
+from ppx_helpers import SKEW_400
 
 from ppx.engine.guard import UNRESOLVED, Guard
 
@@ -23,17 +24,8 @@ SIM = [
     "engine/ordering=decision_first",
     "engine/admission=decision",
 ]
-# family A of experiments/admission_matrix.yaml: rank 1's 400-token pool evicts shared
-# prefixes rank 0 keeps; it computes them again later, so a floor over them goes stale
-HEALS = [
-    "faults=pool_skew",
-    "faults.pool_tokens=400",
-    "workload.num_prefixes=4",
-    "workload.num_requests=24",
-    "workload.concurrency=4",
-    "workload.max_new=8",
-    "engine.livelock_passes=32",
-]
+# family A of the admission matrix: a floor over a prefix rank 1 computes again goes stale
+HEALS = SKEW_400
 HOST = [
     "faults=host_prefetch",
     "faults.pool_tokens=64",

@@ -129,7 +129,7 @@ def run_study(
     cells = study.expand()
     echo(f"study {study.name}: {len(cells)} cells -> {runs_dir}")
     parallel = int(study.launcher.get("n_jobs", 1)) if study.explicit else 1
-    progress = Progress(runs_dir, cells, echo=echo, keys=study.cell_keys)
+    progress = Progress(runs_dir, cells, echo=echo, keys=study.cell_keys, labels=study.labels)
     codes = run_sweep(commands, progress, out / "logs", parallel, timeout_s, poll_s)
     for i, code in enumerate(codes):
         if code != 0:

@@ -109,6 +109,7 @@ class Progress:
     cells: list[Cell]
     echo: Callable[[str], None] = print
     keys: list[str] | None = None  # the cell keys shown per job (default: all)
+    labels: list[dict[str, str]] = field(default_factory=list)  # per cell, shown with keys
     jobs: dict[str, JobState] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
@@ -144,7 +145,8 @@ class Progress:
     def _report(self, job: str, state: JobState) -> None:
         c = self.counts()
         if state.cell is not None:
-            where = cell_name(self.cells[state.cell], self.keys)
+            label = self.labels[state.cell] if self.labels else {}
+            where = cell_name({**self.cells[state.cell], **label}, self.keys)
         else:
             where = f"job {job}"
         what = state.status + (f" ({state.verdict})" if state.verdict else "")

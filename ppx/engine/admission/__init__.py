@@ -14,8 +14,12 @@ def make_policy(name: str, ctx):
         from ppx.engine.admission.rank_local import RankLocal
 
         return RankLocal(ctx)
-    if name in ("decision", "forwarded"):
+    if name in ("decision", "forwarded", "row_authority"):
         from ppx.engine.admission.decision import DecisionPolicy
 
-        return DecisionPolicy(ctx, forwarded=name == "forwarded")
+        # row authority (sgl-project#1071/#1072/#1153) is forwarded execution with no
+        # retraction and no void: validation pins on_refusal=stop and guard=off
+        policy = DecisionPolicy(ctx, forwarded=name != "decision")
+        policy.name = name
+        return policy
     raise ValueError(f"unknown admission policy {name!r}")

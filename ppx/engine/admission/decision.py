@@ -36,6 +36,8 @@ class DecisionPolicy(Policy):
             on_escalate=self.escalate,
         )
         self.livelock_passes = int(cfg.engine.livelock_passes)
+        # engine.admission.geometry: told (execute rank 0's lengths) | rederive (#791 slice 1)
+        self.rederive = getattr(cfg.engine.admission, "geometry", "told") == "rederive"
         self.told_rows = ToldRows(getattr(cfg.engine.admission, "told_scope", "pass"))
         self.void_streak: list[tuple[int, int, int]] = []
         self.laps = 0
@@ -157,10 +159,19 @@ class DecisionPolicy(Policy):
         if obs:
             self.retract(p, entries, obs)
             return
-        admitted = []
+        admitted, budget = [], s.chunk_size
         for e in entries:
             req = s.reqs[e.rid]
-            got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
+            if self.rederive and req is not s.chunked:
+                # the log's decision mode: truncate to told, then the adder derives both numbers
+                # again from this rank's own state, so a prefix its tree holds beyond told (or
+                # a host load that landed meanwhile) comes back (instr20: told 0, load-back
+                # 512, a 333-token batch against rank 0's 512 rows)
+                s.cache.land_prefetches()
+                prefix = max(e.prefix_len, s.cache.tree_match(req.tokens))
+                got = s.admit_entry(req, prefix, budget)
+            else:
+                got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
             if got is None:
                 # this rank's pool cannot hold what it is told (admissions earlier in this
                 # same decision took the room): the same refusal as a missing prefix, never
@@ -168,6 +179,9 @@ class DecisionPolicy(Policy):
                 self.retract(p, entries, [[ctx.rank, e.rid, e.prefix_len, POOL_SHORT]])
                 return
             admitted.append(got)
+            budget -= got.extend_len
+            if self.rederive:
+                continue  # nothing here compares: the proxy width check is what sees it
             if got.extend_len != e.extend_len or got.final != e.final:
                 ctx.stop(
                     f"chunk geometry: rank{ctx.rank} rid {e.rid} told extend {e.extend_len} "
@@ -188,7 +202,7 @@ class DecisionPolicy(Policy):
         if self.forwarded and self.on_refusal == "stop":
             self.n["stops"] += 1
             ctx.stop(
-                f"forwarded refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
+                f"{self.name} refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
                 f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}",
                 p,
             )

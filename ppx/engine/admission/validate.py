@@ -19,7 +19,20 @@ ON_REFUSAL = ("void", "stop")
 def validate_protocol(merged: DictConfig) -> None:
     """Raises ValueError naming the first switch that cannot mean anything here."""
     a, g = merged.engine.admission, merged.engine.guard
-    if a.name == "forwarded":
+    if a.name == "row_authority":
+        # the log's end state: rank 0's rows are the only truth, followers never retract,
+        # an unexecutable row is a group STOP
+        if a.on_refusal != "stop":
+            raise ValueError(
+                f"engine.admission.on_refusal={a.on_refusal}: engine/admission=row_authority "
+                "never voids (an unexecutable row is a group STOP, sgl-project#1153)"
+            )
+        if g.name != "off":
+            raise ValueError(
+                f"engine/guard={g.name} learns from retractions, which "
+                "engine/admission=row_authority never makes (sgl-project#1072)"
+            )
+    elif a.name == "forwarded":
         if a.on_refusal not in ON_REFUSAL:
             raise ValueError(f"engine.admission.on_refusal={a.on_refusal!r}: void | stop")
     elif a.on_refusal is not None:
@@ -45,6 +58,18 @@ def validate_protocol(merged: DictConfig) -> None:
                 f"engine.admission.told_scope={a.told_scope} means nothing without flips: a told "
                 "row outlives its pass only across a TP<->PP cutover (set flip=...)"
             )
+    if a.geometry not in ("told", "rederive"):
+        raise ValueError(f"engine.admission.geometry={a.geometry!r}: told | rederive")
+    if a.geometry == "rederive" and a.name != "decision":
+        raise ValueError(
+            f"engine.admission.geometry=rederive is a design of engine/admission=decision "
+            f"(engine/admission={a.name} "
+            + (
+                "executes rank 0's lengths by definition)"
+                if a.name == "forwarded"
+                else "has no told)"
+            )
+        )
     if g.miss not in ("sentinel", "zero"):
         raise ValueError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
     if g.prefix_clear not in ("serve", "never"):
