@@ -91,11 +91,14 @@ def report(
         ratios = [x / y for x, y in zip(got[a], got[base])]
         med, lo, hi, cov = median_ci(ratios)
         verdict = "met" if med >= target else "NOT met"
-        line = (
-            f"{a}/{base}: median {med:.3f}, {100 * cov:.1f} % interval [{lo:.3f}, {hi:.3f}] "
-            f"(half-width {100 * (hi - lo) / 2 / med:.1f} %); target >= {target} {verdict}"
+        interval = (
+            f"{100 * cov:.1f} % interval [{lo:.3f}, {hi:.3f}] (half-width "
+            f"{100 * (hi - lo) / 2 / med:.1f} %)"
+            if cov
+            else "no 95 % interval (fewer than 6 rounds)"
         )
-        if exclude is not None:
+        line = f"{a}/{base}: median {med:.3f}, {interval}; target >= {target} {verdict}"
+        if exclude is not None and cov:
             line += f"; interval excludes {exclude}: {'yes' if lo > exclude else 'no'}"
         print(line)
     print(machine())
