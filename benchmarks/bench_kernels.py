@@ -48,7 +48,7 @@ def _first(out: object) -> list[torch.Tensor]:
 
 
 def build_cases(device: str, dtype: torch.dtype, tiny: bool) -> list[Case]:
-    ref, tri = get_kernels("torch"), get_kernels("triton")
+    ref, tri = get_kernels("torch"), get_kernels("triton", device)
     es = torch.empty((), dtype=dtype).element_size()
     gen = torch.Generator().manual_seed(0)
 

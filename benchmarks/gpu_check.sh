@@ -1,49 +1,129 @@
 #!/usr/bin/env bash
-# GPU acceptance check for the kernels (and a smoke run of the engine on them).
+# GPU acceptance check: kernels, the engine on CUDA, and (with >= 2 GPUs) the NCCL transport.
 # Run from anywhere on a CUDA machine; needs no network. Budget: < 8 minutes on one H200.
-#   1. kernel tests on CUDA (triton compiled, not interpreted)
-#   2. triton vs torch kernel benchmark
-#   3. the pipeline-parallel smoke experiment with the triton kernels
+# Every step runs and is recorded even when an earlier one failed; the summary at the end
+# (printed on every exit path, also for steps appended below) says
+#   OK       every step ran and passed                                     (exit 0)
+#   PARTIAL  every step that ran passed, but some could not run here       (exit 3)
+#            (e.g. one GPU: the NCCL per-rank path never ran)
+#   FAILED   a step failed, or the machine cannot run the check at all     (exit 1)
+# Engine runs are bounded by watch.max_run_s, everything else by `timeout`: a hang is a
+# failed step, not a stuck check. A command outside the step helpers that fails still ends
+# the check (set -e), through the summary, as FAILED.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
-
-if ! "$PYTHON" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    echo "gpu_check: FAILED: CUDA is not available (torch.cuda.is_available() is False" \
-         "or torch is not importable); this check needs a GPU machine." >&2
-    exit 1
-fi
-# A stray TRITON_INTERPRET=1 would silently test the interpreter instead of the GPU.
-unset TRITON_INTERPRET
+STEP_TIMEOUT_S="${STEP_TIMEOUT_S:-600}"
+RUN_MAX_S="${RUN_MAX_S:-300}"  # watch.max_run_s of each engine run
+OUT="${GPU_CHECK_OUT:-outputs/gpu_check}"
+RESULTS=()                     # "PASS|FAIL|SKIP  name  (detail)"
 
 step() { echo; echo "=== gpu_check: $* ==="; }
+record() { RESULTS+=("$1  $2${3:+  ($3)}"); }
+# Blocks appended below use these helpers, so their results reach the summary too.
+# run_step NAME CMD...: run CMD under the step timeout and record its result
+run_step() {
+    local name=$1 rc=0
+    shift
+    step "$name"
+    timeout --kill-after=30 "$STEP_TIMEOUT_S" "$@" || rc=$?
+    if (( rc == 0 )); then record PASS "$name"
+    elif (( rc == 124 || rc == 137 )); then record FAIL "$name" "timed out after ${STEP_TIMEOUT_S}s"
+    else record FAIL "$name" "exit $rc"; fi
+    return 0
+}
+skip_step() { step "$1"; echo "gpu_check: not run: $2"; record SKIP "$1" "$2"; }
+# engine_step NAME RUN_DIR OVERRIDES...: a bounded engine run that must end `served`
+engine_step() {
+    local name=$1 dir=$2
+    shift 2
+    rm -rf "$dir"
+    run_step "$name" "$PYTHON" -m ppx.run "$@" logger=none watch.max_run_s="$RUN_MAX_S" \
+        hydra.run.dir="$dir"
+    if [[ -f "$dir/summary.json" ]]; then
+        echo "--- $dir/summary.json ---"; cat "$dir/summary.json"; echo
+    elif [[ "${RESULTS[-1]}" == PASS* ]]; then
+        RESULTS[-1]="FAIL  $name  (no summary.json)"
+    fi
+}
 
-step "1/3 kernel tests on CUDA"
-PPX_TEST_DEVICE=cuda "$PYTHON" -m pytest -q tests/kernels
+summary() {
+    local rc=$? status=OK r
+    trap - EXIT
+    echo; echo "=== gpu_check: summary ==="
+    for r in "${RESULTS[@]}"; do
+        echo "  $r"
+        if [[ $r == FAIL* ]]; then status=FAILED; fi
+        if [[ $r == SKIP* && $status == OK ]]; then status=PARTIAL; fi
+    done
+    if (( rc != 0 )) && [[ $status != FAILED ]]; then  # a command outside the helpers failed
+        echo "  FAIL  (a command outside the steps exited $rc)"
+        status=FAILED
+    fi
+    if (( ${#RESULTS[@]} == 0 )); then status=FAILED; fi
+    echo "gpu_check: $status"
+    case $status in OK) exit 0 ;; PARTIAL) exit 3 ;; *) exit 1 ;; esac
+}
+trap summary EXIT
 
-step "2/3 kernel benchmark"
-"$PYTHON" benchmarks/bench_kernels.py
-
-step "3/3 engine smoke run (pp=3, triton kernels)"
-run_dir=outputs/gpu_check/smoke
-rm -rf "$run_dir"
-"$PYTHON" -m ppx.run +exp=smoke pp=3 device=cuda engine/kernels=triton hydra.run.dir="$run_dir"
-summary="$run_dir/summary.json"
-if [[ ! -f "$summary" ]]; then
-    echo "gpu_check: FAILED: the smoke run wrote no $summary" >&2
+step "0 preflight"
+if ! "$PYTHON" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "gpu_check: CUDA is not available (torch.cuda.is_available() is False or torch is" \
+         "not importable); this check needs a GPU machine (scripts/setup.sh says why)." >&2
+    record FAIL "preflight: CUDA" "not available"
     exit 1
 fi
-echo "--- $summary ---"
-cat "$summary"
-echo
-
-step "extra: one GPU per rank over NCCL (needs >= 2 GPUs)"
-ngpu=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')
-if (( ngpu >= 2 )); then
-    "$PYTHON" -m ppx.run +exp=smoke pp=2 device=cuda engine.transport=nccl logger=none \
-        hydra.run.dir=outputs/gpu_check/nccl
-else
-    echo "gpu_check: only $ngpu GPU here: the NCCL per-rank path needs one GPU per rank (not run)"
+# triton compiles a small C launcher with the system compiler against Python.h on first use
+if ! command -v "${CC:-cc}" >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1 \
+    && ! command -v clang >/dev/null 2>&1; then
+    echo "gpu_check: no C compiler (cc, gcc or clang): triton cannot build its launcher;" \
+         "install one (e.g. apt-get install build-essential)" >&2
+    record FAIL "preflight: C compiler" "none found"
+    exit 1
 fi
-echo "gpu_check: OK"
+if ! "$PYTHON" -c 'import os, sysconfig; p = sysconfig.get_paths()["include"]; assert os.path.exists(os.path.join(p, "Python.h")), p' 2>/dev/null; then
+    echo "gpu_check: Python.h not found: triton needs the Python headers (e.g." \
+         "apt-get install python3-dev, or a Python built with its headers)" >&2
+    record FAIL "preflight: Python headers" "Python.h missing"
+    exit 1
+fi
+record PASS "preflight: CUDA, C compiler, Python headers"
+# A stray TRITON_INTERPRET=1 would silently test the interpreter instead of the GPU.
+unset TRITON_INTERPRET
+ngpu=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')
+echo "gpu_check: $ngpu GPU(s)"
+
+run_step "1 kernel tests on CUDA (triton compiled)" \
+    env PPX_TEST_DEVICE=cuda "$PYTHON" -m pytest -q tests/kernels
+# the registry picks the interpreter by the tensors' device, also where CUDA exists
+run_step "2 CPU kernel tests on this CUDA machine (triton interpreted)" \
+    env PPX_TEST_DEVICE=cpu "$PYTHON" -m pytest -q tests/kernels tests/gpu_path/test_triton_mode.py
+run_step "3 kernel benchmark" "$PYTHON" benchmarks/bench_kernels.py
+engine_step "4 engine smoke (pp=3, device=cuda, triton)" "$OUT/smoke" \
+    +exp=smoke pp=3 device=cuda engine/kernels=triton
+if (( ngpu >= 2 )); then
+    engine_step "5 engine on the last GPU (device=cuda:$((ngpu - 1)), gloo)" \
+        "$OUT/last_gpu" +exp=smoke pp=2 device=cuda:$((ngpu - 1)) engine/kernels=triton
+    engine_step "6 one GPU per rank over NCCL (pp=2)" "$OUT/nccl" \
+        +exp=smoke pp=2 device=cuda engine.transport=nccl
+else
+    skip_step "5 engine on GPU N > 0 (device=cuda:N)" "only $ngpu GPU here"
+    skip_step "6 one GPU per rank over NCCL" "only $ngpu GPU here: NCCL needs one GPU per rank"
+fi
+
+# ---- 7: an HF checkpoint on CUDA (model=hf) ----------------------------------------------------
+# PPX_HF_CHECKPOINT=DIR   a Hugging Face model directory (config.json + *.safetensors)
+# PPX_HF_PP=N             stages (default 2; the model's layers must divide by it)
+# PPX_HF_ORACLE_TOL=X     near-tie margin vs the fp32 CPU reference (default: 0.1 for bf16/fp16)
+# The oracle checks 2 requests (oracle.sample=2): its reference is the whole model in fp32 on
+# the CPU. Unset: a SKIP line, so the summary says PARTIAL.
+if [[ -z "${PPX_HF_CHECKPOINT:-}" ]]; then
+    skip_step "7 HF checkpoint on CUDA (model=hf)" \
+        "PPX_HF_CHECKPOINT is unset (a tiny one: python scripts/make_tiny_checkpoint.py DIR)"
+else
+    engine_step "7 HF checkpoint on CUDA (model=hf, pp=${PPX_HF_PP:-2})" "$OUT/hf" \
+        +exp=smoke model=hf model.path="$PPX_HF_CHECKPOINT" pp="${PPX_HF_PP:-2}" device=cuda \
+        workload=random workload.num_requests=8 workload.prompt_min=16 workload.prompt_max=64 \
+        workload.max_new=16 oracle.sample=2 ${PPX_HF_ORACLE_TOL:+oracle.tol=$PPX_HF_ORACLE_TOL}
+fi

@@ -27,7 +27,9 @@ class ModelCfg:
     eps: float = 1e-5
     logit_scale: float = 12.0
     max_context: int = 512
-    dtype: str = "float32"
+    dtype: str = "float32"  # model=hf: auto = the checkpoint's own dtype
+    path: str | None = None  # model=hf: a Hugging Face model directory (config.json + safetensors)
+    tokenizer: str | None = None  # a tokenizer.json (default: model.path/tokenizer.json if present)
 
 
 @dataclass
@@ -42,12 +44,14 @@ class WorkloadCfg:
     concurrency: int = 8
     rate: float = 0.0  # requests/s; > 0 switches from closed loop to a Poisson arrival process
     duration_s: float = 0.0  # > 0: keep submitting (closed loop) until this much time passed
+    path: str | None = None  # workload=jsonl: one {"prompt": ...} or {"messages": ...} per line
 
 
 @dataclass
 class AdmissionCfg:
     name: str = "rank_local"
-    on_refusal: str = "void"  # forwarded: void | stop
+    on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
+    told_scope: str = "pass"  # pass (#1063) | promise (#1059) | epoch (#1061): needs flips
 
 
 @dataclass
@@ -59,7 +63,9 @@ class OrderingCfg:
 @dataclass
 class GuardCfg:
     name: str = "off"  # off | rid | prefix
-    defer_cap: int = 3
+    defer_cap: int = 3  # <= 0 disables the bound (sgl-project#944)
+    miss: str = "sentinel"  # sentinel (-1, deferred) | zero (read as a measurement)
+    prefix_clear: str = "serve"  # serve (#963) | never (the withdrawn mutant)
 
 
 @dataclass
@@ -116,6 +122,16 @@ class FaultsCfg:
     pool_tokens: int = 0
     lifo_rank: int = -1  # this rank scans its waiting queue newest-first (a scheduling skew)
     drop_void_output: bool = False  # the last rank sends no void output (the pre-#797 bug)
+    # corrupt_token: the last rank sends a wrong id for this request's token at this output
+    # position (-1 off; -2 = the last rank, whatever pp is); only the oracle can tell
+    corrupt_rank: int = -1
+    corrupt_rid: int = 0
+    corrupt_position: int = 0
+    # lose_message: rank `lose_rank` counts its `lose_kind` message number `lose_seq` as sent
+    # but never posts it; the receiver meets the next seq and the run ends `mismatch`
+    lose_rank: int = -1
+    lose_kind: str | None = None  # chain | proxy | output | decision | lap
+    lose_seq: int = 0
 
 
 @dataclass
@@ -156,6 +172,14 @@ class ExploreCfg:
 
 
 @dataclass
+class OracleCfg:
+    sample: float = 1.0  # requests checked: a fraction in (0, 1], or a count when > 1
+    # near-tie margin; null: 1e-3 for a float32 model, 0.1 for bf16 / fp16 (the reference is
+    # fp32, and a bf16 stage parts from it by a few hundredths of a logit)
+    tol: float | None = None
+
+
+@dataclass
 class PPXConfig:
     pp: int = 3
     tp: int = 1
@@ -169,6 +193,7 @@ class PPXConfig:
     logger: LoggerCfg = field(default_factory=LoggerCfg)
     watch: WatchCfg = field(default_factory=WatchCfg)
     explore: ExploreCfg = field(default_factory=ExploreCfg)
+    oracle: OracleCfg = field(default_factory=OracleCfg)
 
 
 GROUP_SCHEMAS = {
@@ -218,6 +243,7 @@ def validate(cfg: DictConfig) -> DictConfig:
         msg = str(e).splitlines()[0]
         key = getattr(e, "full_key", None)
         raise ConfigError(f"{key}: {msg}" if key else msg) from None
+    validate_model(merged)
     _positive(
         merged,
         [
@@ -279,10 +305,12 @@ def validate(cfg: DictConfig) -> DictConfig:
     ppr = merged.engine.kv.pool_per_rank
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
-    if merged.engine.admission.on_refusal not in ("void", "stop"):
-        raise ConfigError(
-            f"engine.admission.on_refusal={merged.engine.admission.on_refusal!r}: void | stop"
-        )
+    from ppx.engine.admission.validate import validate_protocol
+
+    try:
+        validate_protocol(merged)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if merged.engine.transport not in ("gloo", "nccl", "sim"):
         raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl | sim")
     validate_explore(merged)
@@ -298,8 +326,21 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
     if merged.engine.guard.name not in ("off", "rid", "prefix"):
         raise ConfigError(f"engine.guard.name={merged.engine.guard.name!r}: off | rid | prefix")
+    f = merged.faults
+    from ppx.core import Kind
+
+    for key in ("delay_kind", "lose_kind"):
+        kind = f[key]
+        if kind is not None and str(kind).upper() not in Kind.__members__:
+            raise ConfigError(f"faults.{key}={kind!r}: {' | '.join(k.label for k in Kind)}")
+    if f.corrupt_rank >= 0 and f.corrupt_rank != pp - 1 or f.corrupt_rank < -2:
+        raise ConfigError(
+            f"faults.corrupt_rank={f.corrupt_rank}: tokens are sampled on the last rank "
+            f"({pp - 1}, or -2 for whichever is last; -1 = off)"
+        )
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
+    validate_text(merged)
     from ppx.engine.loop import parse_ordering
 
     try:
@@ -348,3 +389,26 @@ def validate_explore(merged: DictConfig) -> None:
                 f"(hash {sch.config_hash[:12]} != {config_hash(merged)[:12]}); replay it with "
                 f"the overrides in its header: {sch.overrides}"
             )
+
+
+def validate_model(merged: DictConfig) -> None:
+    """model=hf: the checkpoint directory fills the model's shape (ppx/engine/model/hf_config)."""
+    if merged.model.name == "hf" or merged.model.path is not None:
+        from ppx.engine.model.hf_config import HFError, resolve
+
+        try:
+            resolve(merged.model)
+        except HFError as e:
+            raise ConfigError(str(e)) from None
+    if merged.oracle.sample <= 0:
+        raise ConfigError(f"oracle.sample={merged.oracle.sample}: a fraction in (0, 1] or a count")
+
+
+def validate_text(merged: DictConfig) -> None:
+    """The tokenizer against the vocab and a JSONL workload's lines (ppx/frontend/text)."""
+    from ppx.frontend.text import TextError, check_text
+
+    try:
+        check_text(merged)
+    except TextError as e:
+        raise ConfigError(str(e)) from None

@@ -29,7 +29,18 @@ class Kind(enum.IntEnum):
 
 class StopRun(Exception):
     """A detected divergence (or an exhausted readiness budget) the policy does not handle:
-    the run ends `stopped` with this reason."""
+    the run ends `stopped` with this reason (see `stop_verdict` for the named exceptions)."""
+
+
+CHANNEL_MISMATCH = "channel mismatch: "
+
+
+def stop_verdict(reason: str) -> str:
+    """The verdict of a rank's stop, by its reason: a livelock bound, a channel whose two ends
+    disagree on a message's seq (`mismatch`, like the watchdog's), else `stopped`."""
+    if reason.startswith("livelock"):
+        return "livelocked"
+    return "mismatch" if reason.startswith(CHANNEL_MISMATCH) else "stopped"
 
 
 class Flag(enum.IntFlag):

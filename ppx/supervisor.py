@@ -12,16 +12,24 @@ import time
 
 from omegaconf import OmegaConf
 
+from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
 from ppx.engine.rank import RankArgs, rank_main
 from ppx.frontend.driver import Driver
-from ppx.frontend.workloads import Workload
+from ppx.frontend.workloads import make_workload
+from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
 from ppx.watch.watchdog import Watchdog
 
 METRICS_EVERY_S = 0.5
 SHUTDOWN_GRACE_S = 15.0
+
+
+def first_failure(crashed: list[tuple[int, dict]]) -> tuple[int, dict]:
+    """Of the ranks that failed, the one that failed first (its report's `failed_at`, on the
+    run's clock): a peer's `Connection closed by peer` follows the failure it reports."""
+    return min(crashed, key=lambda x: (x[1].get("failed_at") is None, x[1].get("failed_at") or 0))
 
 
 def free_port() -> int:
@@ -37,6 +45,10 @@ class Supervisor:
         self.interrupted = False
         self.metrics: list[dict] = []
         self.reports: dict[int, dict] = {}
+        # under torchrun this process is global rank 0's worker: only rank 0 is spawned here,
+        # the others are remote handles fed by the store mirror (ppx/launch)
+        self.torchrun = torchrun_env()
+        self.mirror = None
 
     def _on_signal(self, signum, frame) -> None:
         self.interrupted = True
@@ -50,7 +62,17 @@ class Supervisor:
         self.in_q, self.out_q = ctx.Queue(), ctx.Queue()
         port = free_port()
         self.procs = []
+        spec = None
+        if self.torchrun is not None:
+            from ppx.launch.mirror import Mirror
+
+            spec = spec_of(self.torchrun)
+            self.mirror = Mirror(spec, self.board, self.run_dir, local={0})
+            self.mirror.start(self.t0)
         for r in range(self.world):
+            if self.mirror is not None and r != 0:
+                self.procs.append(self.mirror.remote[r - 1])
+                continue
             a = RankArgs(
                 r,
                 self.world,
@@ -61,6 +83,7 @@ class Supervisor:
                 self.t0,
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
+                store=spec,
             )
             p = ctx.Process(target=rank_main, args=(a,), name=f"ppx-rank{r}", daemon=True)
             p.start()
@@ -97,16 +120,34 @@ class Supervisor:
         for _r, rep, _ in exited:
             if rep is not None and rep["state"] == "stopped":
                 reason = rep["stop_reason"] or rep["error"]
-                return ("livelocked" if reason.startswith("livelock") else "stopped"), reason
+                return stop_verdict(reason), reason
         for r, rep, code in exited:  # killed: its peers' connection errors follow from it
             if rep is None:
                 return "dead_peer", f"rank{r} exited with code {code} and no report"
-        for r, rep, _ in exited:
-            if rep["state"] == "error":
-                return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
+        if self.mirror is not None and exited:  # a node gone: its peers' errors follow from it
+            silent = self._silent_remote()
+            if silent:
+                return "dead_peer", f"rank(s) {silent} stopped answering (their node is gone)"
+        crashed = [(r, rep) for r, rep, _ in exited if rep["state"] == "error"]
+        if crashed:
+            r, rep = first_failure(crashed)
+            return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
         if exited and not self.driver.shutdown_sent:
             return "crashed", f"rank{exited[0][0]} left the loop before shutdown"
         return None
+
+    def _silent_remote(self) -> list[int]:
+        """Remote ranks that stopped publishing; waits out the mirror's silence window first,
+        since a local rank sees a remote node's death on the wire before the mirror does."""
+        from ppx.launch.mirror import SILENT_DEAD_S
+
+        deadline = time.time() + SILENT_DEAD_S + 1.0
+        while time.time() < deadline:
+            gone = self.mirror.silent(0.5)
+            if gone or all(p.exitcode is not None for p in self.mirror.remote):
+                return [r for r in gone if self._report(r) is None]
+            time.sleep(0.1)
+        return []
 
     def _sample(self, now: float) -> None:
         b, t = self.board, round(now - self.t0, 3)
@@ -171,7 +212,7 @@ class Supervisor:
             self.boot_s = self._await_boot(float(w.max_run_s))
             # the workload clock (duration_s, arrivals) starts when the engine is up
             self.driver = Driver(
-                Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+                make_workload(self.cfg),
                 self.in_q,
                 self.out_q,
                 time.time(),
@@ -182,7 +223,10 @@ class Supervisor:
             )
             next_sample = self.t0
             f = self.cfg.faults
-            kill_at = self.t0 + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
+            # the run's clocks (a kill, max_run_s) count from boot, as on sim: a slow start on a
+            # loaded machine neither eats the run's time nor lands a kill in the middle of it
+            booted = time.time()
+            kill_at = booted + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
             while verdict is None:
                 if kill_at is not None and time.time() >= kill_at:  # faults: a rank dies
                     os.kill(self.procs[f.kill_rank].pid, signal.SIGKILL)
@@ -214,14 +258,14 @@ class Supervisor:
                 if v == "dead_peer":
                     verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
                 elif v == "mismatch":
-                    verdict, reason = v, f"channel mismatch: {wd.mismatch}"
+                    verdict, reason = v, f"{CHANNEL_MISMATCH}{wd.mismatch}"
                 elif v == "wedged":
                     held = min(b["since_s"] for b in wd.blocked() if b)
                     verdict, reason = (
                         v,
                         f"every rank blocked for at least {held:.1f}s with no progress",
                     )
-                elif now - self.t0 > float(w.max_run_s):
+                elif now - booted > float(w.max_run_s):
                     verdict = "straggler" if wd.status == "straggler" else "timeout"
                     reason = f"watch.max_run_s={w.max_run_s} reached ({wd.status})"
                 elif self.driver.shutdown_sent and wd.stalled_for > SHUTDOWN_GRACE_S:
@@ -238,6 +282,8 @@ class Supervisor:
             self.driver.collect()
             self._sample(time.time())
             if verdict != "served":
+                if self.mirror is not None:  # remote stacks land beside the local ones
+                    self.mirror.request_stacks()
                 pm = postmortem.write(self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0)
         finally:
             self._teardown()
@@ -276,6 +322,10 @@ class Supervisor:
             if p.is_alive():
                 p.kill()
                 p.join(timeout=2.0)
+        if self.mirror is not None:  # remote ranks: their agents publish exit and report
+            for p in self.mirror.remote:
+                p.join(timeout=10.0)
+            self.mirror.close()
         for q in (getattr(self, "in_q", None), getattr(self, "out_q", None)):
             if q is not None:
                 q.cancel_join_thread()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import torch
 
@@ -52,11 +51,13 @@ def stash_worker(rank, world, port, board_path, out_path):
     ch.t.close()
 
 
-def blocked_worker(rank, world, port, board_path, out_path):
-    """rank 1 blocks on PROXY while rank 0 sleeps: the record must be visible meanwhile."""
+def blocked_worker(rank, world, port, board_path, out_path, seen):
+    """rank 1 blocks on PROXY; rank 0 sends only once the test has seen the record (`seen`,
+    an event the test sets), so the record is there to see however slow the machine is."""
     ch, _ = _setup(rank, world, port, board_path)
     if rank == 0:
-        time.sleep(1.5)
+        if not seen.wait(60):
+            raise TimeoutError("the test never saw rank 1's blocked-on record")
         ch.send(1, Message(Kind.PROXY, slot=2, pass_id=5, tensors=[torch.ones(3, 4)]))
         ch.flush()
     else:

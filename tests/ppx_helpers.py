@@ -30,6 +30,28 @@ def pids_alive(run_dir: str) -> list[int]:
     return alive
 
 
+def wait_serving(run_dir: str, world: int, proc=None, deadline_s: float = 180) -> None:
+    """Until every rank has booted and rank 0 has seen a token (read off the status board):
+    a signal sent after this lands in a running engine, not in its start-up."""
+    import time
+
+    import numpy as np
+
+    from ppx.engine.board import RANK_BLOCK, F, State
+
+    path = os.path.join(run_dir, "ranks", "board.bin")
+    deadline = time.time() + deadline_s
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"ppx.run exited ({proc.returncode}) before serving")
+        if os.path.exists(path) and os.path.getsize(path) >= world * RANK_BLOCK * 8:
+            arr = np.fromfile(path, dtype=np.int64)[: world * RANK_BLOCK].reshape(world, -1)
+            if (arr[:, F.STATE] != State.INIT).all() and arr[0, F.TOKENS] > 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"the engine in {run_dir} was not serving after {deadline_s}s")
+
+
 def run_ppx(
     run_dir, *overrides: str, timeout: float = 240, logger: str = "none", env: dict | None = None
 ):
@@ -67,6 +89,14 @@ def run_inproc(run_dir: str, *overrides: str) -> dict:
     summary = execute(cfg, run_dir, exp, [o for o in overrides if o != "logger=none"])
     assert pids_alive(run_dir) == [], "a rank process outlived its run"
     return summary
+
+
+def shape(cycle: str) -> str:
+    """The cycle's ranks and channel operations; the slot is wherever the first request
+    landed, which depends on when it arrived."""
+    import re
+
+    return re.sub(r" slot=\d+", "", cycle)
 
 
 def outputs(run_dir: str) -> dict[int, list[int]]:

@@ -7,10 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
-from ppx_helpers import ROOT, pids_alive
+from ppx_helpers import ROOT, pids_alive, wait_serving
+
+from ppx.run import WANDB_WARNING
 
 SMALL = ["workload.num_requests=12", "workload.max_new=6", "workload.concurrency=6"]
 
@@ -26,6 +27,7 @@ def test_smoke_pp3_serves_checks_and_records(ppx_run):
     for f in ("summary.json", "metrics.parquet", "events.parquet", "requests.parquet"):
         assert os.path.exists(os.path.join(run_dir, f)), f
     assert glob.glob(os.path.join(run_dir, "wandb", "offline-run-*", "*.wandb"))
+    assert WANDB_WARNING.strip() not in proc.stderr  # logged, not merely attempted
     req = pd.read_parquet(os.path.join(run_dir, "requests.parquet"))
     assert (req["prompt_len"] > 64).all()  # the shared prefix is longer than the chunk size
     assert req["ttft_ms"].notna().all() and (req["output_len"] == 12).all()
@@ -99,12 +101,7 @@ def test_sigterm_interrupts_tears_down_and_writes_summary(tmp_path):
         "workload.max_new=32",
     ]
     p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and not glob.glob(
-        os.path.join(run_dir, "ranks", "rank0.events.jsonl")
-    ):
-        time.sleep(0.2)
-    time.sleep(2.0)
+    wait_serving(run_dir, 3, p)  # a running engine, not one still starting
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=60)
     import json

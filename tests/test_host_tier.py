@@ -1,8 +1,10 @@
-"""Host KV tier: eviction saves to the host, a background load brings it back (async)."""
+"""Host KV tier: eviction saves to the host, a background load brings it back (async).
+
+The tier reads its landings off a clock; here the clock is a counter the test moves, so
+"still loading" and "landed" are states the test puts it in, not windows it hopes to hit.
+"""
 
 from __future__ import annotations
-
-import time
 
 import torch
 
@@ -11,9 +13,17 @@ from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
 
 
-def _cache(pool=24, prefetch_s=0.2):
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _cache(clock: Clock, pool=24, prefetch_s=0.25):  # binary fractions: exact sums
     c = KVCache(num_layers=2, pool_tokens=pool, kv_heads=1, head_dim=2, max_reqs=4, max_context=64)
-    c.host = HostTier(c.k, c.v, prefetch_s)
+    c.host = HostTier(c.k, c.v, prefetch_s, clock)
     return c
 
 
@@ -31,26 +41,33 @@ def _serve(c, rid, tokens):
 
 
 def test_evicted_prefix_loads_back_asynchronously_with_its_kv():
-    c = _cache()
+    clock = Clock()
+    c = _cache(clock)
     a = list(range(1, 13))
     _serve(c, 0, a)
     _serve(c, 1, list(range(100, 115)))  # forces a's eviction to the host
     assert c.host.saves >= 1 and c.tree_match(a + [99]) == 0
     c.free += c.tree.evict(c.tree.size, c.host.save)  # room for the load (loads never evict)
     assert c.match(a + [99]) == -1  # a load started: unresolved, never 0
-    assert c.match(a + [99]) == -1  # still pending: the verdict is the rank's own
-    time.sleep(0.4)
-    assert c.match(a + [99]) == 12  # landed in the tree
+    clock.now += 0.125
+    assert c.match(a + [99]) == -1  # still pending just before it lands
+    clock.now += 0.125
+    assert c.match(a + [99]) == 12  # landed in the tree, exactly prefetch_s after it started
     slots, _ = c.tree.match(a)
     assert c.k[0][torch.tensor(slots)][:, 0, 0].tolist() == [float(t) for t in a]
     assert c.ledger()["num_violations"] == 0
 
 
 def test_loading_slots_are_in_the_ledger_while_pending():
-    c = _cache(prefetch_s=0.5)
+    clock = Clock()
+    c = _cache(clock, prefetch_s=0.5)
     _serve(c, 0, list(range(1, 13)))
     _serve(c, 1, list(range(100, 115)))
     c.free += c.tree.evict(c.tree.size, c.host.save)
     assert c.match(list(range(1, 13)) + [7]) == -1
     led = c.ledger()
-    assert led["prefetch"] > 0 and led["num_violations"] == 0
+    assert led["prefetch"] == 12 and led["num_violations"] == 0
+    clock.now += 0.5
+    assert c.match(list(range(1, 13)) + [7]) == 12
+    led = c.ledger()  # landed: the slots moved from the load to the tree
+    assert led["prefetch"] == 0 and led["num_violations"] == 0

@@ -4,18 +4,11 @@ its reference commit describes; decision_first serves; the watchdog has no false
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
-from ppx_helpers import ROOT, run_ppx
+from ppx_helpers import ROOT, run_ppx, shape
 
 SMALL = ["workload.num_requests=6", "workload.max_new=4", "watch.stall_s=3"]
-
-
-def shape(cycle: str) -> str:
-    """The cycle's ranks and channel operations; the slot is wherever the first request
-    landed, which depends on when it arrived."""
-    return re.sub(r" slot=\d+", "", cycle)
 
 
 WEDGES = {
@@ -47,14 +40,8 @@ def test_historical_ordering_wedges_with_its_cycle(engine, ordering):
     ):
         assert os.path.exists(os.path.join(pm, f)), f
     assert open(os.path.join(pm, "cycle.txt")).read().strip() == s["cycle"]
-    # the post-mortem was taken within stall_s + 3 s of the moment the last rank blocked
-    # (since_s is read when the post-mortem starts), and written right after
-    assert min(b["since_s"] for b in s["blocked_on"]) < 3 + 3
-    assert (
-        os.path.getmtime(os.path.join(pm, "cycle.txt"))
-        - os.path.getmtime(os.path.join(pm, "blocked_on.json"))
-        < 3
-    )
+    # a wedge is every rank blocked for the whole stall window (watch.stall_s=3), never less
+    assert all(b is not None and b["since_s"] >= 3 for b in s["blocked_on"])
 
 
 @pytest.mark.parametrize("workload", ["shared_prefix", "random"])
@@ -90,7 +77,8 @@ def test_a_killed_rank_is_a_dead_peer_not_a_wedge(engine):
         "watch.stall_s=2",
     )
     assert s["verdict"] == "dead_peer"
-    assert "rank1" in s["reason"]
+    # the supervisor reaps the killed rank before its peers' errors reach their reports
+    assert s["reason"] == "rank1 exited with code -9 and no report"
 
 
 def test_user_written_ordering_yaml_works(tmp_path):

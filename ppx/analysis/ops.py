@@ -47,10 +47,12 @@ def _op_end(ops: pd.DataFrame) -> pd.Series:
 
 
 def stall_time(run_dir: PathLike, ops: pd.DataFrame, blocked: dict[int, dict]) -> float:
-    """When the watchdog fired: the wedge/stop event if logged, else each blocked rank's
-    last completed op plus how long it had been blocked, else the last op's end."""
+    """When the run stalled: a rank's own `stop` event if one was logged (a livelock is a
+    stop too), else each blocked rank's last completed op plus how long it had been blocked
+    (a wedge: the supervisor's `wedged` event is written later, after the teardown), else
+    the last op's end."""
     events = load_events(run_dir)
-    stall = events[events["kind"].isin(["wedge", "stop", "livelock"])]
+    stall = events[events["kind"] == "stop"]
     if len(stall):
         return float(stall["t_s"].min())
     ends = _op_end(ops)

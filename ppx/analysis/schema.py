@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ppx.telemetry.summary import GROUP_COUNTERS
+from ppx.telemetry.summary import CHOICE_KEYS, GROUP_COUNTERS
 
 # Ordered from "good" to "bad" so sorted legends and grids read naturally.
 VERDICTS: tuple[str, ...] = (
@@ -39,22 +39,6 @@ VERDICT_COLORS: dict[str, str] = {
 }
 UNKNOWN_COLOR = "#90a4ae"
 
-CHOICE_KEYS: tuple[str, ...] = (
-    "exp",
-    "pp",
-    "tp",
-    "seed",
-    "device",
-    "model",
-    "workload",
-    "admission",
-    "ordering",
-    "guard",
-    "kernels",
-    "flip",
-    "faults",
-    "readiness",
-)
 CHOICE_INT = ("pp", "tp", "seed")
 CHOICE_BOOL = ("readiness",)
 

@@ -25,36 +25,22 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
 
-def _choices_from(summary: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """The run's config choices, wherever the logger put them: a nested `choices` dict in
-    the summary, flattened `choices/<key>` (or `choices.<key>`) summary keys, or config."""
-    if isinstance(summary.get("choices"), dict):
-        return dict(summary["choices"])
-    flat = {
-        k.split("/", 1)[-1].split(".", 1)[-1]: v
-        for k, v in summary.items()
-        if k.startswith(("choices/", "choices."))
-    }
-    if flat:
-        return flat
-    if isinstance(config.get("choices"), dict):
-        return dict(config["choices"])
+def _choices_from(config: dict[str, Any]) -> dict[str, Any]:
+    """The run's config choices: flat top-level config keys, as `telemetry.wandb_sink` logs
+    them (the resolved config beside them is nested under `resolved`)."""
     return {k: config[k] for k in CHOICE_KEYS if k in config and _scalar(config[k])}
 
 
 def wandb_record(run: Any) -> dict[str, Any]:
     """One W&B run (a `wandb.apis.public.Run` or anything with the same attributes) as a
-    `load_runs` row."""
+    `load_runs` row. `rank<r>/<counter>` summary keys stay out, as `per_rank` does locally."""
     raw = getattr(run.summary, "_json_dict", None)
     summary = dict(raw if isinstance(raw, dict) else run.summary)
     config = dict(run.config or {})
-    choices = _choices_from(summary, config)
     summary = {
-        k: v
-        for k, v in summary.items()
-        if not k.startswith(("_", "choices/", "choices.")) and (_scalar(v) or k == "choices")
+        k: v for k, v in summary.items() if not k.startswith("_") and "/" not in k and _scalar(v)
     }
-    summary["choices"] = choices
+    summary["choices"] = _choices_from(config)
     rec = summary_record(summary)
     rec["run_id"] = rec.get("run_id") or run.id
     rec["run_dir"] = None

@@ -216,6 +216,10 @@ class RankBoard:
         self.ring[head % RING] = (since, op, peer, kind, slot, pass_id, seq, now - since)
         self._head = self.f[_HEAD] = head + 1
 
+    def peer_consumed(self, dst: int, kind: int) -> int:
+        """How many messages of `kind` from this rank rank `dst` has consumed (flush on nccl)."""
+        return int(self.board.consumed(dst)[self.rank, kind])
+
     def peer_sent(self, src: int, kind: int) -> int:
         """How many messages of `kind` rank `src` has posted to this rank (readiness evidence)."""
         return int(self.board.sent(src)[self.rank, kind])

@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 
 import torch
 
-from ppx.core import Kind, Message, StopRun
+from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
 from ppx.engine.transport.base import Transport
 
@@ -68,7 +68,11 @@ class Channels:
         self.inbox: dict[tuple[int, int], deque] = defaultdict(deque)  # (src, kind) -> stashed
         self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
         self.seq_in: dict[tuple[int, int], int] = defaultdict(int)
+        # (dst, kind) -> seq of the last message sent with a payload (flush's rendezvous
+        # target on a transport whose sends do not wait for the peer: nccl)
+        self.payload_seq: dict[tuple[int, int], int] = {}
         self.delays: dict[int, float] = {}  # kind -> seconds injected before a send (faults)
+        self.lose: tuple[int, int] | None = None  # faults.lose_*: (kind, seq) never posted
         self.readiness_budget_s: float | None = None
 
     # -- send side -----------------------------------------------------------------------
@@ -76,6 +80,8 @@ class Channels:
         key = (dst, int(msg.kind))
         msg.seq = self.seq_out[key]
         self.seq_out[key] += 1
+        if self.lose == (int(msg.kind), msg.seq):  # faults.lose_message: counted, never posted
+            return
         if msg.kind in self.delays:  # faults: a slow link (a virtual sleep in the simulator)
             self.t.sleep(self.delays[msg.kind])
         self.board.sent[dst, msg.kind] += 1
@@ -86,6 +92,8 @@ class Channels:
         payload = [t.detach().to(where).contiguous() for t in msg.tensors]
         for t in payload:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
+        if payload:
+            self.payload_seq[key] = msg.seq
         # the header describes `msg.tensors`: the payload copies have their dtypes and shapes
         self.pending[key].append(self.t.isend(dst, 0, encode_header(msg)))
 
@@ -100,9 +108,22 @@ class Channels:
             for h in handles:
                 h.wait()
             handles.clear()
+            if not self.t.rendezvous_sends:
+                self._await_taken(dst, kind)
             self.board.unblock(
                 Op.FLUSH, dst, kind, -1, pass_id, self.seq_out[(dst, kind)] - 1, since
             )
+
+    def _await_taken(self, dst: int, kind: int) -> None:
+        """gloo's flush semantics on a transport without them: wait (under the flush's
+        blocked-on record, so the watchdog names a wedge as on gloo) until `dst` has consumed
+        the last message of `kind` that carried a payload -- what gloo's rendezvous waits for.
+        Header-only messages complete when read, as on gloo (their header goes over gloo)."""
+        seq = self.payload_seq.pop((dst, kind), None)
+        if seq is None:
+            return
+        while self.board.peer_consumed(dst, kind) <= seq:
+            self.t.sleep(0.0002)
 
     def _read_header(self, src: int) -> tuple[Message, list]:
         buf = torch.empty(HEADER_LEN, dtype=torch.int64)
@@ -110,6 +131,12 @@ class Channels:
         return decode_header(buf)
 
     def _pull(self, src: int, msg: Message, metas) -> Message:
+        want = self.seq_in[(src, int(msg.kind))]
+        if msg.seq != want:  # a message lost or doubled on the way: every later one is shifted
+            raise StopRun(
+                f"{CHANNEL_MISMATCH}rank{self.rank} expects {msg.kind.label} seq={want} from "
+                f"rank{src}, which sent seq={msg.seq} (slot={msg.slot} pass={msg.pass_id})"
+            )
         if metas is not None:
             for dtype, shape in metas:
                 out = torch.empty(shape, dtype=dtype, device=self.t.payload_device)

@@ -16,6 +16,7 @@ import torch
 from ppx.core import Flag, Kind, Message, SlotBatch
 from ppx.engine.board import F, Op
 from ppx.engine.codec import chain_message, decode_requests
+from ppx.engine.faults import corrupt_sampled
 
 STEPS = ("chain", "schedule", "decision", "launch", "output", "lap", "flush")
 
@@ -213,6 +214,15 @@ class PassSteps:
                     ),
                 )
             else:
+                tokens = corrupt_sampled(  # faults.corrupt_token (off unless configured)
+                    self.cfg.faults,
+                    self.rank,
+                    self.world,
+                    b,
+                    self.sched.reqs,
+                    tokens,
+                    self.cfg.model.vocab,
+                )
                 self.ch.send(
                     0, Message(Kind.OUTPUT, p.slot, p.pass_id, self.epoch, tensors=[tokens])
                 )

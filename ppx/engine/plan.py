@@ -16,6 +16,7 @@ from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.context import Plan
 from ppx.engine.kernels.registry import get_kernels
+from ppx.engine.model.factory import build_stage, eos_ids, model_key
 from ppx.engine.model.llama import StageModel
 from ppx.engine.scheduler import Scheduler
 from ppx.engine.shapes import dims_of, pool_sizes
@@ -37,27 +38,23 @@ class Planner:
         # schedules of one engine): weights are immutable, only the TP all-reduce is per run
         self.shared = shared
         self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
-        self.kernels = get_kernels(cfg.engine.kernels.name)
+        self.kernels = get_kernels(cfg.engine.kernels.name, device)
         self.pools = pool_sizes(cfg)
         self.models: dict[str, StageModel] = {}
+        self.eos = eos_ids(cfg)
         self.hosts: dict[str, HostTier] = {}
 
     def _model(self, phase: str) -> StageModel:
-        ctx, d, cfg = self.ctx, self.dims, self.ctx.cfg
-        key = (phase, ctx.rank, ctx.world, d, cfg.seed, cfg.engine.kernels.name, self.device)
+        ctx, cfg = self.ctx, self.ctx.cfg
+        key = (phase, ctx.rank, ctx.world, model_key(cfg), cfg.engine.kernels.name, self.device)
         if phase not in self.models and self.shared is not None and key in self.shared:
             self.models[phase] = self.shared[key]
             if phase == "tp":
                 self.models[phase].all_reduce = all_reducer(ctx)
         if phase not in self.models:
-            if phase == "pp":
-                per = d.layers // ctx.world
-                first, last, tp = ctx.rank * per, (ctx.rank + 1) * per, {}
-            else:
-                first, last = 0, d.layers
-                tp = dict(tp_rank=ctx.rank, tp_size=ctx.world, all_reduce=all_reducer(ctx))
-            self.models[phase] = StageModel(
-                d, cfg.seed, first, last, self.kernels, self.device, self.dtype, **tp
+            ar = all_reducer(ctx) if phase == "tp" else None
+            self.models[phase] = build_stage(
+                cfg, phase, ctx.rank, ctx.world, self.kernels, self.device, ar
             )
             if self.shared is not None:
                 self.shared[key] = self.models[phase]
@@ -91,6 +88,7 @@ class Planner:
         num_slots = world if phase == "pp" else 1
         sched = Scheduler(cache, num_slots, e.chunk_size, e.max_batch, self.device)
         sched.lifo = cfg.faults.lifo_rank == r
+        sched.eos = self.eos
         if self.trace is not None:
             sched.trace = self.trace
         old = ctx.plan

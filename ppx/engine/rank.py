@@ -37,6 +37,7 @@ from ppx.telemetry.events import EventLog
 
 if TYPE_CHECKING:
     from ppx.config import PPXConfig
+    from ppx.launch.store import StoreSpec
 
 DEBUG = os.environ.get("PPX_DEBUG") == "1"
 
@@ -53,6 +54,7 @@ class RankArgs:
     in_q: object = None
     out_q: object = None
     shared_models: dict | None = None  # the simulator's: models kept across runs in-process
+    store: StoreSpec | None = None  # under torchrun: rendezvous through its c10d store
 
 
 def _die_with_parent() -> None:
@@ -79,6 +81,8 @@ class RankLoop(PassSteps):
             ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
         if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):
             ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
+        if cfg.faults.lose_kind and cfg.faults.lose_rank == a.rank:
+            ch.lose = (int(Kind[cfg.faults.lose_kind.upper()]), int(cfg.faults.lose_seq))
         self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
         self.t, self.ch, self.board, self.events = t, ch, rb, events
         self.prev, self.next, self.is_first, self.is_last = (
@@ -234,6 +238,12 @@ class RankLoop(PassSteps):
             **self.policy_counters(),
             "host_saves": sum(h.saves for h in hosts),
             "host_loads": sum(h.loads for h in hosts),
+            # resident weights per phase (a real checkpoint's cross-stage memory) and the bytes
+            # this rank read from the checkpoint (its own stage / shard only)
+            "weight_bytes": {ph: m.weight_bytes for ph, m in self.planner.models.items()},
+            "weight_bytes_read": sum(
+                getattr(m, "bytes_read", 0) for m in self.planner.models.values()
+            ),
         }
 
     def policy_counters(self) -> dict:
@@ -255,6 +265,9 @@ def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[d
         raise  # the run ended while we were parked: no report, like a killed process
     except BaseException as e:  # noqa: BLE001 - every failure is reported
         state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+    # when it failed, on the run's clock: the verdict names the first failure, not a peer's
+    # `Connection closed by peer` that followed from it
+    failed_at = loop.t.now() if loop is not None and state != "done" else None
     try:
         report = (
             loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}
@@ -266,6 +279,7 @@ def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[d
             "error": f"{error or ''}\nreport failed: {type(e).__name__}: {e}\n{traceback.format_exc()}",
             "stop_reason": getattr(loop, "stop_reason", None),
         }
+    report["failed_at"] = failed_at
     rb.set(F.STATE, State.DONE if report["state"] == "done" else State.ERROR)
     if loop is not None:
         loop.events.close()
@@ -302,7 +316,10 @@ def rank_main(a: RankArgs) -> None:
         prof = passprof.install()
 
     def open_t() -> Transport:
-        return open_transport(a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS)
+        store = a.store.connect() if a.store else None
+        return open_transport(
+            a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS, str(a.cfg.device), store
+        )
 
     report, loop = serve(a, open_t, board)
     write_report(a, report)

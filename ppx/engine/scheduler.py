@@ -32,6 +32,7 @@ class Scheduler:
         self.paused = False  # a flip is draining: nothing new is scheduled
         self.lifo = False  # faults.lifo_rank: this rank scans its queue newest-first
         self.trace = None  # PPX_DEBUG=1: a callable that logs request moves
+        self.eos: frozenset[int] = frozenset()  # a checkpoint's EOS ids: sampling one finishes
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
 
     # -- queue ----------------------------------------------------------------------------
@@ -68,6 +69,18 @@ class Scheduler:
         """Tokens `req` will still allocate if admitted with `prefix_len` cached."""
         return req.seq_len - prefix_len + req.remaining_new
 
+    def pin_cost(self, tokens: list[int], prefix_len: int) -> int:
+        """Evictable slots that admitting over `tokens[:prefix_len]` would lock."""
+        if prefix_len <= 0:
+            return 0
+        tree = self.cache.tree
+        _, node = tree.match(tokens[:prefix_len])
+        cost = 0
+        while node is not tree.root:
+            cost += len(node.value) if node.lock == 0 else 0
+            node = node.parent
+        return cost
+
     def candidates(self) -> list[Req]:
         """Prefill candidates in order: the chunked continuation first, then FIFO."""
         head = [self.chunked] if self.chunked is not None else []
@@ -77,7 +90,11 @@ class Scheduler:
         """Admit `req` (if new) with `prefix_len` from the tree and take up to `budget` new
         tokens of it. Returns None when the cache cannot hold it."""
         if req is not self.chunked:
-            if not self.cache.can_admit(self.need_of(req, prefix_len)):
+            need = self.need_of(req, prefix_len)
+            # locking the reused prefix takes its slots out of what eviction could free, so
+            # they are part of the cost; counting them as available is how a follower once
+            # admitted a told schedule and then raised `KV pool exhausted` in place()
+            if not self.cache.can_admit(need + self.pin_cost(req.tokens, prefix_len)):
                 return None
             if self.trace is not None:
                 self.trace(f"admit rid={req.rid} prefix={prefix_len}")
@@ -191,6 +208,8 @@ class Scheduler:
         for e, tok in zip(finals, tokens):
             req = self.reqs[e.rid]
             req.output.append(int(tok))
+            if int(tok) in self.eos:  # every rank applies the same tokens, so all agree
+                req.max_new = req.output_len
             out.append((req, int(tok)))
             if batch.mode == "prefill" and not req.finished:
                 self.running[slot].append(req)
@@ -215,6 +234,9 @@ class Scheduler:
                 continue
             if req.row >= 0:
                 self._rollback_unlaunched(req)
+            if not e.continues and e.prefix_len == req.cached:
+                # the admission ran nowhere: its reuse was offered, never kept
+                self.cached_tokens -= req.cached
             self.requeue(req)
             requeued.append(req)
         if self.inflight[batch.slot] is batch:

@@ -116,6 +116,8 @@ class TPPhase:
             if req is s.chunked and e.continues:
                 continue
             local = s.cache.match(req.tokens) if not e.continues else 0
+            if not e.continues:  # a told row from the PP phase (told_scope), before this one
+                self.policy.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
             if e.continues != (req is s.chunked) or (
                 local < e.prefix_len and s.cache.tree_match(req.tokens) < e.prefix_len
             ):

@@ -62,6 +62,9 @@ class Driver:
         req = self.wl.request(self.next_rid)
         self.next_rid += 1
         self.records[req.rid] = Record(req, now)
+        if req.error:  # a bad line of a prompt file: refused here, the rest still served
+            self.records[req.rid].outcome, self.records[req.rid].reason = "refused", req.error
+            return
         self.active += 1
         self.in_q.put((req.rid, req.prompt, req.max_new))
 

@@ -1,4 +1,5 @@
-"""Workload generators: the i-th request is a pure function of (config, seed, i)."""
+"""Workloads: synthetic generators (the i-th request is a pure function of (config, seed, i))
+and `jsonl`, real prompts read from a file (`workload=jsonl workload.path=FILE`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ class Request:
     rid: int
     prompt: list[int]
     max_new: int
+    error: str = ""  # set: the request is refused at submission with this reason
 
 
 class Workload:
     """shared_prefix: one (or a few) long shared prefixes + varied tails; random: independent
     prompts; long_prompt: prompts several chunks long."""
+
+    tokenizer = None  # a text.Codec when the model has one: requests.parquet gains text
 
     def __init__(self, w, vocab: int, seed: int) -> None:
         self.w, self.vocab, self.seed = w, vocab, seed
@@ -42,3 +46,30 @@ class Workload:
 
     def arrivals(self) -> random.Random:
         return random.Random(f"arrivals/{self.seed}")
+
+
+class JsonlWorkload(Workload):
+    """One request per non-blank line of `workload.path`, in file order, served closed-loop
+    (or Poisson with `workload.rate`); `workload.num_requests` caps how many are taken."""
+
+    def __init__(self, w, lines: list, tokenizer, seed: int) -> None:
+        self.w, self.seed, self.lines, self.tokenizer = w, seed, lines, tokenizer
+
+    def request(self, i: int) -> Request:
+        ln = self.lines[i]
+        return Request(i, list(ln.prompt), int(ln.max_new), ln.error)
+
+
+def make_workload(cfg) -> Workload:
+    """The workload a (validated) config names, with the model's tokenizer when it has one."""
+    from ppx.frontend.text import load_tokenizer, read_jsonl, tokenizer_file
+
+    file = tokenizer_file(cfg.model)
+    tok = load_tokenizer(file, int(cfg.model.vocab)) if file else None
+    w = cfg.workload
+    if w.name == "jsonl":
+        lines = read_jsonl(str(w.path), tok, int(w.max_new), int(cfg.model.max_context))
+        return JsonlWorkload(w, lines, tok, int(cfg.seed))
+    wl = Workload(w, int(cfg.model.vocab), int(cfg.seed))
+    wl.tokenizer = tok
+    return wl

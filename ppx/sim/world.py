@@ -17,14 +17,15 @@ from collections import deque
 import torch
 from omegaconf import OmegaConf
 
+from ppx.core import stop_verdict
 from ppx.engine.board import Board
 from ppx.engine.rank import RankArgs, serve, write_report
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
-from ppx.frontend.workloads import Workload
+from ppx.frontend.workloads import make_workload
 from ppx.sim.scheduler import Scheduler
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
-from ppx.supervisor import METRICS_EVERY_S, Supervisor
+from ppx.supervisor import METRICS_EVERY_S, Supervisor, first_failure
 from ppx.watch import postmortem
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
 
@@ -128,7 +129,7 @@ class SimSupervisor(Supervisor):
         self.t0, self.procs = 0.0, []
         wall0 = time.time()
         self.driver = Driver(
-            Workload(self.cfg.workload, self.cfg.model.vocab, self.cfg.seed),
+            make_workload(self.cfg),
             self.in_q,
             self.out_q,
             0.0,
@@ -182,13 +183,13 @@ class SimSupervisor(Supervisor):
         if end == "failed":
             if front.abnormal:
                 return "crashed", "frontend task failed"
-            for r in range(self.world):
-                rep = self.reports.get(r)
-                if rep is None or rep["state"] == "done":
-                    continue
+            failed = [(r, rep) for r, rep in self.reports.items() if rep["state"] != "done"]
+            for _r, rep in failed:
                 if rep["state"] == "stopped":
                     why = rep.get("stop_reason") or rep["error"]
-                    return ("livelocked" if why.startswith("livelock") else "stopped"), why
+                    return stop_verdict(why), why
+            if failed:
+                r, rep = first_failure(failed)
                 return "crashed", f"rank{r}: {rep['error'].splitlines()[0]}"
         if end == "deadlock":
             dead = [t.tid for t in s.tasks[: self.world] if t.killed]

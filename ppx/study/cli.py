@@ -20,6 +20,7 @@ from ppx.analysis import load_runs
 from ppx.study.expect import Result, check_expectations
 from ppx.study.report import (
     add_cell_columns,
+    add_label_columns,
     expectations_markdown,
     study_table,
     to_markdown,
@@ -83,8 +84,9 @@ def evaluate(study: Study, runs_dir: Path, out: Path, echo=print, plots: bool = 
     out.mkdir(parents=True, exist_ok=True)
     df = load_runs(runs_dir)
     keys = study.cell_keys
-    df = add_cell_columns(df, keys)
     cells = study.expand()
+    df = add_label_columns(df, cells, study.labels)
+    df = add_cell_columns(df, keys)
     missing = _missing_cells(df, cells) if cells else []
     results = check_expectations(df, study.expect)
     table = study_table(df, keys, sort=not study.explicit)

@@ -42,6 +42,22 @@ def add_cell_columns(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return with_overrides(df, keys)
 
 
+def add_label_columns(
+    df: pd.DataFrame, cells: list[dict[str, str]], labels: list[dict[str, str]]
+) -> pd.DataFrame:
+    """The cells' labels (names that are not overrides) as columns: each run gets the labels
+    of the cell its overrides match."""
+    if not labels or df.empty or "overrides" not in df:
+        return df
+    from ppx.study.sweep import cell_of
+
+    df = df.copy()
+    idx = [cell_of(o if isinstance(o, dict) else {}, cells) for o in df["overrides"]]
+    for name in dict.fromkeys(k for lab in labels for k in lab):
+        df[name] = [labels[i].get(name) if i is not None else None for i in idx]
+    return df
+
+
 def study_table(df: pd.DataFrame, keys: list[str], sort: bool = True) -> pd.DataFrame:
     """One row per run: the cell keys, verdict, headline metrics and run dir, sorted by
     the keys (`sort=False` keeps the runs' own order, i.e. an explicit cell list's)."""

@@ -26,12 +26,18 @@ def value_text(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ",".join(value_text(v) for v in value) + "]"
     return str(value)
 
 
 def fmt_value(value: Any) -> str:
     """Render a YAML value as Hydra override text, quoted when Hydra would split it."""
     text = value_text(value)
+    if isinstance(value, list) or (
+        text.startswith("[") and text.endswith("]") and not set(text) & set(" '\"=")
+    ):
+        return text  # Hydra's own list syntax (a YAML list in a cell is kept as `[2,300]`)
     if any(c in _HYDRA_SPECIAL for c in text):
         # Quoted so a value with a comma is one value, not a sweep over two.
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -59,6 +65,9 @@ class Study:
     base: list[str] = field(default_factory=list)
     sweep: dict[str, list[Any]] = field(default_factory=dict)
     cells: list[Cell] = field(default_factory=list)  # explicit cells; empty = use sweep
+    # per explicit cell, names that are not overrides (`label: {incident: void_ring, arm:
+    # red}`): they become table columns / grid axes and `when` keys, never reach ppx.run
+    labels: list[dict[str, str]] = field(default_factory=list)
     launcher: dict[str, Any] = field(default_factory=lambda: {"name": "joblib", "n_jobs": 2})
     expect: list[dict[str, Any]] = field(default_factory=list)
     group: str | None = None  # W&B group; defaults to the study name
@@ -104,6 +113,19 @@ def _as_cell(raw: Any) -> Cell:
     raise ValueError(f"a cell must be a list of overrides or a mapping, got {raw!r}")
 
 
+def _labels_of(raw: Any) -> dict[str, str]:
+    label = raw.get("label") if isinstance(raw, dict) else None
+    if label is None:
+        return {}
+    if not isinstance(label, dict):
+        raise ValueError(f"a cell's `label` must be a mapping of names, got {label!r}")
+    return {str(k): value_text(v) for k, v in label.items()}
+
+
+def _without_label(raw: Any) -> Any:
+    return {k: v for k, v in raw.items() if k != "label"} if isinstance(raw, dict) else raw
+
+
 def _as_launcher(raw: Any) -> dict[str, Any]:
     if raw is None:
         raw = {}
@@ -131,7 +153,9 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
         norm_key(str(k)): (v if isinstance(v, list) else [v])
         for k, v in (data.get("sweep") or {}).items()
     }
-    cells = [_as_cell(c) for c in data.get("cells") or []]
+    raw_cells = data.get("cells") or []
+    labels = [_labels_of(c) for c in raw_cells]
+    cells = [_as_cell(_without_label(c)) for c in raw_cells]
     if sweep and cells:
         raise ValueError(f"study {name}: give either `sweep` or `cells`, not both")
     expect = data.get("expect") or []
@@ -151,6 +175,7 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
         base=[str(b) for b in data.get("base") or []],
         sweep=sweep,
         cells=cells,
+        labels=labels if any(labels) else [],
         launcher=_as_launcher(data.get("launcher")),
         expect=expect,
         group=group,

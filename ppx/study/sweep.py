@@ -67,11 +67,24 @@ def build_commands(study: Study, runs_dir: Path, extra: list[str]) -> list[list[
     ]
 
 
+def _same(recorded: str, asked: str) -> bool:
+    """A recorded override against the cell's value: Hydra's multirun writes booleans back
+    as `True`/`False` and lists as `[2, 300]`."""
+    a, b = recorded.strip("'\""), asked
+    if a.lower() in ("true", "false"):
+        a = a.lower()
+    return a == b or a.replace(" ", "") == b.replace(" ", "")
+
+
 def cell_of(overrides: dict[str, str], cells: list[Cell]) -> int | None:
-    for i, cell in enumerate(cells):
-        if all(overrides.get(norm_key(k), "").strip("'\"") == v for k, v in cell.items()):
-            return i
-    return None
+    """The cell a run's overrides belong to: the most specific cell they satisfy, so a red
+    cell and its green twin with one more override (`engine.readiness=true`) stay apart."""
+    hits = [
+        (len(cell), -i)
+        for i, cell in enumerate(cells)
+        if all(_same(overrides.get(norm_key(k), ""), v) for k, v in cell.items())
+    ]
+    return -max(hits)[1] if hits else None
 
 
 def cell_name(cell: Cell, keys: list[str] | None = None) -> str:

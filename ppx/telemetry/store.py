@@ -35,6 +35,8 @@ REQUEST_COLUMNS = [
     "submit_t_s",
     "finish_t_s",
     "cached_tokens",
+    "prompt_text",  # null unless the model has a tokenizer
+    "output_text",
 ]
 
 
@@ -58,6 +60,8 @@ REQUEST_SCHEMA = pa.schema(
         ("submit_t_s", pa.float64()),
         ("finish_t_s", pa.float64()),
         ("cached_tokens", pa.int64()),
+        ("prompt_text", pa.string()),
+        ("output_text", pa.string()),
     ]
 )
 

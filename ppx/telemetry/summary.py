@@ -15,6 +15,10 @@ GROUP_COUNTERS = [
     "guard_floors_learned",
     "guard_clamps",
     "unresolved",
+    "escalations",
+    "prefix_floors_cleared",
+    "told_rows_applied",
+    "told_rows_ignored_stale",
     "retracted_at_flip",
     "reprefill_tokens",
 ]
@@ -26,6 +30,27 @@ def _pct(values: list[float], q: float) -> float | None:
     if len(values) == 1:
         return round(values[0], 3)
     return round(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1], 3)
+
+
+# the config choices, in the order every table shows them: summary.json's `choices`, the W&B
+# run's flat config keys, the analysis frame's columns
+CHOICE_KEYS = (
+    "exp",
+    "pp",
+    "tp",
+    "seed",
+    "device",
+    "model",
+    "workload",
+    "admission",
+    "ordering",
+    "guard",
+    "kernels",
+    "flip",
+    "faults",
+    "readiness",
+    "transport",
+)
 
 
 def choices_of(cfg, exp: str | None) -> dict:
@@ -51,6 +76,7 @@ def choices_of(cfg, exp: str | None) -> dict:
 
 def request_rows(driver) -> list[dict]:
     rows = []
+    tok = getattr(driver.wl, "tokenizer", None)  # a model with a tokenizer: text columns too
     for rec in driver.records.values():
         rows.append(
             {
@@ -67,6 +93,9 @@ def request_rows(driver) -> list[dict]:
                 "cached_tokens": rec.cached,
             }
         )
+        if tok is not None:
+            rows[-1]["prompt_text"] = tok.decode(rec.req.prompt)
+            rows[-1]["output_text"] = tok.decode(rec.output)
     return rows
 
 

@@ -2,6 +2,13 @@
 
 The run is opened after the engine has stopped, so W&B's own service process never competes
 with the ranks for the CPU, and `wandb.teardown()` makes sure it does not outlive the run.
+
+Shape (what `ppx.analysis.load_wandb` reads back): the config choices are flat top-level
+config keys (`admission`, `ordering`, `guard`, `workload`, `exp`, ...: what a W&B user groups
+and filters by) with the whole resolved config under `resolved`; the summary holds every
+scalar of summary.json under its own name (`verdict`, `flips`, `voids`, ...) plus
+`rank<r>/<counter>`; the history holds the group series as `group/<column>` (`group/t_s` the run's clock), so
+no series' last value lands in the summary under a summary.json name.
 """
 
 from __future__ import annotations
@@ -9,6 +16,20 @@ from __future__ import annotations
 import os
 
 from ppx.telemetry.store import METRIC_COLUMNS
+
+
+def wandb_config(summary: dict, resolved: dict) -> dict:
+    """The choices flat (W&B groups runs by top-level config keys), the full config nested."""
+    return {**summary.get("choices", {}), "resolved": resolved}
+
+
+def wandb_summary(summary: dict) -> dict:
+    """summary.json's scalars under their own names, and the per-rank counters flattened."""
+    out = {k: v for k, v in summary.items() if isinstance(v, (int, float, str, bool)) or v is None}
+    for k, per in summary.get("per_rank", {}).items():
+        for r, v in enumerate(per):
+            out[f"rank{r}/{k}"] = v
+    return out
 
 
 def log_run(
@@ -31,7 +52,7 @@ def log_run(
             dir=run_dir,
             group=lg.group or summary.get("study") or choices.get("exp") or "adhoc",
             job_type="supervisor",
-            config=resolved,
+            config=wandb_config(summary, resolved),
             tags=[t[:64] for t in tags],
             name=os.path.basename(run_dir.rstrip("/")),
             settings=wandb.Settings(console="off", x_disable_stats=True),
@@ -42,9 +63,8 @@ def log_run(
                     {
                         f"group/{k}": row[k]
                         for k in METRIC_COLUMNS
-                        if k not in ("t_s", "rank", "phase", "epoch")
+                        if k not in ("rank", "phase", "epoch")
                     }
-                    | {"t_s": row["t_s"]}
                 )
         if events:
             table = wandb.Table(
@@ -59,12 +79,7 @@ def log_run(
                     "postmortem/cycle": summary.get("cycle") or "no cycle",
                 }
             )
-        for k, v in summary.items():
-            if isinstance(v, (int, float, str, bool)) or v is None:
-                run.summary[k] = v
-        for k, per in summary.get("per_rank", {}).items():
-            for r, v in enumerate(per):
-                run.summary[f"rank{r}/{k}"] = v
+        run.summary.update(wandb_summary(summary))
         return run.dir
     finally:
         if run is not None:

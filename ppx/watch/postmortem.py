@@ -26,7 +26,7 @@ STACK_WAIT_S = 0.5
 
 def capture_stacks(procs: list, pm_dir: str) -> None:
     for p in procs:
-        if p.is_alive():
+        if p.is_alive() and p.pid:  # remote ranks (no local pid) were dumped by their node
             try:
                 os.kill(p.pid, signal.SIGUSR1)
             except ProcessLookupError:
@@ -37,24 +37,27 @@ def capture_stacks(procs: list, pm_dir: str) -> None:
         src = os.path.join(ranks_dir, f"rank{r}.stack.txt")
         if os.path.exists(src):
             shutil.copy(src, os.path.join(pm_dir, "stacks", f"rank{r}.txt"))
+    for r, p in enumerate(procs):
+        if not p.is_alive() or not p.pid:
+            continue
+        text = pyspy_dump(p.pid)
+        if text is not None:
+            with open(os.path.join(pm_dir, "stacks", f"rank{r}.pyspy.txt"), "w") as f:
+                f.write(text)
+
+
+def pyspy_dump(pid: int) -> str | None:
+    """py-spy's native stacks of `pid`; None without py-spy; why it failed where not permitted."""
     spy = shutil.which("py-spy")
     if spy is None:
-        return
-    for r, p in enumerate(procs):
-        if not p.is_alive():
-            continue
-        try:
-            out = subprocess.run(
-                [spy, "dump", "--native", "--pid", str(p.pid)],
-                capture_output=True,
-                text=True,
-                timeout=5,
-            )
-            with open(os.path.join(pm_dir, "stacks", f"rank{r}.pyspy.txt"), "w") as f:
-                f.write(out.stdout or out.stderr)
-        except (subprocess.SubprocessError, OSError) as e:  # not permitted here: say so
-            with open(os.path.join(pm_dir, "stacks", f"rank{r}.pyspy.txt"), "w") as f:
-                f.write(f"py-spy failed: {e}\n")
+        return None
+    try:
+        out = subprocess.run(
+            [spy, "dump", "--native", "--pid", str(pid)], capture_output=True, text=True, timeout=5
+        )
+        return out.stdout or out.stderr
+    except (subprocess.SubprocessError, OSError) as e:  # not permitted here: say so
+        return f"py-spy failed: {e}\n"
 
 
 def draw(g: dict, cycle: list[dict] | None, path: str, title: str) -> None:

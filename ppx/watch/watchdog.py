@@ -35,7 +35,8 @@ class Watchdog:
             state = int(self.board.fields(r)[F.STATE])
             if state in (State.DONE, State.ERROR):
                 continue  # exited through its own report
-            if p.exitcode is not None or not _alive(p.pid):
+            # a remote rank (torchrun) has no local pid: its exitcode comes from the mirror
+            if p.exitcode is not None or (p.pid is not None and not _alive(p.pid)):
                 dead.append(r)
         return dead
 

@@ -54,7 +54,7 @@ def matrix_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def flip_run(tmp_path_factory) -> Path:
-    return write_run(tmp_path_factory.mktemp("flip") / "0", ["+exp=smoke", "flip=every_1s"])
+    return write_run(tmp_path_factory.mktemp("flip") / "0", ["+exp=smoke", "flip=every_40_passes"])
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ppx.watch.waitfor import cycle_text, find_cycle, graph
+
 
 def _png_1x1() -> bytes:
     # A valid one-pixel PNG, so `waitfor.png` exists without paying for matplotlib.
@@ -23,19 +25,20 @@ def _png_1x1() -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", raw) + chunk(b"IEND", b"")
 
 
-def write_postmortem(run_dir: Path, pp: int, wall: float, cycle, blocked_on) -> None:
+def write_postmortem(run_dir: Path, pp: int, wall: float, blocked_on: list[dict]) -> None:
+    """The files `ppx.watch.postmortem.write` leaves, with the graph and cycle built by the
+    engine's own functions from the blocked-on records."""
     pm = run_dir / "postmortem"
     (pm / "stacks").mkdir(parents=True, exist_ok=True)
-    (pm / "cycle.txt").write_text((cycle or "no cycle found") + "\n")
-    edges = [
-        {"src": r, "dst": (r + 1) % pp, "label": "flush chain" if r == 0 else "recv chain slot=0"}
-        for r in range(pp)
-    ]
-    edges[-1]["label"] = "recv decision slot=1"
-    (pm / "waitfor.json").write_text(json.dumps({"nodes": list(range(pp)), "edges": edges}))
+    g = graph(blocked_on)
+    text = cycle_text(find_cycle(g))
+    (pm / "cycle.txt").write_text((text or "no cycle") + "\n")
+    (pm / "waitfor.json").write_text(json.dumps(g | {"cycle": text}))
     (pm / "waitfor.png").write_bytes(_png_1x1())
     (pm / "blocked_on.json").write_text(json.dumps(blocked_on))
-    (pm / "ledger.json").write_text(json.dumps({"sent": {"0->1": 10}, "received": {"0->1": 9}}))
+    # the post-mortem is taken while the ranks are still blocked: none has reported yet
+    blocked = "no report: the rank was blocked or killed (see stacks)"
+    (pm / "ledger.json").write_text(json.dumps({f"rank{r}": blocked for r in range(pp)}))
     last = {}
     for r in range(pp):
         (pm / "stacks" / f"rank{r}.txt").write_text(f"Thread rank{r}:\n  File channels.py, recv\n")
@@ -45,8 +48,8 @@ def write_postmortem(run_dir: Path, pp: int, wall: float, cycle, blocked_on) -> 
             for k in range(3)
         ]
     (pm / "last_events.json").write_text(json.dumps(last))
-    ops: dict[str, list] = {k: [] for k in ("t_s", "rank", "op", "peer", "kind", "slot")}
-    ops.update({"pass_id": [], "seq": [], "dur_s": []})
+    ops: dict[str, list] = {k: [] for k in ("rank", "op", "peer", "kind", "slot", "pass_id")}
+    ops.update({"seq": [], "dur_s": [], "t_s": []})
     seq = 0
     for p in range(12):
         for r in range(pp):
@@ -58,11 +61,12 @@ def write_postmortem(run_dir: Path, pp: int, wall: float, cycle, blocked_on) -> 
                 ("recv", "decision", 0.05),
                 ("pass", "", 0.08),
             ):
-                for k, v in zip(ops, (t0, r, op, (r + 1) % pp, kind, p % 2, p, seq, dur)):
+                for k, v in zip(ops, (r, op, (r + 1) % pp, kind, p % 2, p, seq, dur, t0)):
                     ops[k].append(v)
                 seq += 1
                 t0 += dur
-    types = {"rank": pa.int64(), "peer": pa.int64()}
+    types = {"rank": pa.int64(), "peer": pa.int64(), "op": pa.large_string()}
+    types["kind"] = pa.large_string()  # as pandas writes text
     pq.write_table(
         pa.table({k: pa.array(v, type=types.get(k)) for k, v in ops.items()}),
         pm / "ops.parquet",

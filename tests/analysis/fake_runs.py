@@ -3,7 +3,8 @@
 Used by the analysis tests, the notebook tests, the study tests and
 `benchmarks/bench_load_runs.py` until (and alongside) real runs from `python -m ppx.run`.
 Numbers are plausible, not meaningful; what matters is that every file, column and dtype
-matches what the engine writes.
+matches what the engine writes, which `test_fakes_match_the_engine.py` checks against the
+real runs of the session (the wait-for graph and cycle are built by ppx.watch.waitfor itself).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fake_postmortem import write_postmortem
 
+from ppx.telemetry.summary import GROUP_COUNTERS
+from ppx.watch.waitfor import cycle_text, find_cycle, graph
+
 DEFAULT_CHOICES: dict[str, Any] = {
     "exp": "smoke",
     "pp": 2,
@@ -26,7 +30,7 @@ DEFAULT_CHOICES: dict[str, Any] = {
     "seed": 0,
     "device": "cpu",
     "model": "tiny",
-    "workload": "uniform",
+    "workload": "shared_prefix",
     "admission": "rank_local",
     "ordering": "decision_first",
     "guard": "rid",
@@ -34,6 +38,7 @@ DEFAULT_CHOICES: dict[str, Any] = {
     "flip": "off",
     "faults": "none",
     "readiness": True,
+    "transport": "gloo",
 }
 INT_CHOICES = ("pp", "tp", "seed")
 
@@ -54,13 +59,19 @@ def fake_verdict(choices: dict[str, Any]) -> str:
     """The fake engine's physics: flushing before the decision deadlocks the ring."""
     if choices["ordering"] == "flush_before_decision":
         return "wedged"
-    if choices["faults"] == "dead_peer":
+    if choices["faults"] == "kill_rank":
         return "dead_peer"
     return "served"
 
 
 def _write_parquet(path: Path, cols: dict[str, Any], types: dict[str, pa.DataType]) -> None:
-    table = pa.table({k: pa.array(v, type=types.get(k)) for k, v in cols.items()})
+    # text columns as pandas writes them (the engine's store goes through pandas)
+    def typed(k: str, v: list) -> pa.Array:
+        if k not in types and any(isinstance(x, str) for x in v):
+            return pa.array(v, type=pa.large_string())
+        return pa.array(v, type=types.get(k))
+
+    table = pa.table({k: typed(k, v) for k, v in cols.items()})
     pq.write_table(table, path, compression="none")
 
 
@@ -92,17 +103,11 @@ def write_run(
     voids = int(rng.integers(2, 6)) * (1 if choices["guard"] == "prefix" else 3) * pp
     retractions = len(flip_times) * int(rng.integers(1, 3))
     served = n_requests if ok else int(n_requests * 0.4)
-    cycle = None
-    if verdict == "wedged":
-        cycle = "rank0 -[flush chain]-> rank1 -[recv decision slot=1]-> rank0"
-        if pp >= 3:
-            cycle = (
-                "rank0 -[flush chain]-> rank1 -[recv chain slot=0]-> rank2 "
-                "-[recv decision slot=1]-> rank0"
-            )
+    blocked = None if ok else [_blocked(r, pp) for r in range(pp)]
+    cycle = cycle_text(find_cycle(graph(blocked))) if verdict == "wedged" else None
     summary = {
         "verdict": verdict,
-        "reason": "all requests served" if ok else f"{verdict}: no progress for 2.0s",
+        "reason": "" if ok else "every rank blocked for at least 2.0s with no progress",
         "submitted": n_requests,
         "served": served,
         "refused": 0,
@@ -130,13 +135,26 @@ def write_run(
         "cutover_ms_p50": float(rng.uniform(30, 60)) if flip_times else None,
         "cutover_ms_max": float(rng.uniform(60, 120)) if flip_times else None,
         "wall_s": wall,
+        "oracle_first": [],
+        "oracle_checked": served,
+        "max_inflight": pp,
+        "boot_s": 1.5,
+        "first_token_s": 1.6,
         "cycle": cycle,
+        "blocked_on": blocked,
         "run_id": f"fake-{seed:08x}",
+        "run_dir": str(run_dir),
         "study": study,
         "choices": choices,
-        "per_rank": {"passes": [int(wall * 50)] * pp, "voids": [voids // pp] * pp},
-        "blocked_on": None if ok else [_blocked(r, pp) for r in range(pp)],
+        "per_rank": {
+            k: [0] * pp
+            for k in (*GROUP_COUNTERS, "cached_tokens", "prefill_tokens", "evictions")
+            + ("ledger_violations", "pool_tokens")
+        }
+        | {"voids": [voids] * pp},
     }
+    for k in GROUP_COUNTERS:  # every group counter the engine names, zero unless set above
+        summary.setdefault(k, 0)
     (run_dir / ".hydra").mkdir(parents=True, exist_ok=True)
     (run_dir / ".hydra" / "overrides.yaml").write_text(
         "".join(f"- {o}\n" for o in overrides) if overrides else "[]\n"
@@ -144,23 +162,28 @@ def write_run(
     cfg = "".join(f"{k}: {json.dumps(v)}\n" for k, v in choices.items())
     (run_dir / ".hydra" / "config.yaml").write_text(cfg)
     if tables:
-        _write_tables(run_dir, rng, pp, wall, flip_times, n_requests, served, voids)
+        _write_tables(run_dir, rng, pp, wall, flip_times, n_requests, served, voids, verdict)
     if not ok:
-        write_postmortem(run_dir, pp, wall, cycle, summary["blocked_on"])
+        write_postmortem(run_dir, pp, wall, blocked)
     # summary.json last: its presence is what marks a run as finished to pollers.
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return run_dir
 
 
 def _blocked(rank: int, pp: int) -> dict[str, Any]:
-    # The engine's shape: the call in flight and how long it had been blocked.
-    op, kind = ("flush", "chain") if rank == 0 else ("recv", "decision")
+    # The engine's flush_before_decision wedge at any pp: rank 0 flushes the chain to rank 1,
+    # rank 1 waits for the decision from rank 0 (the 2-rank cycle), and every later rank waits
+    # for the chain rank 1 never forwarded
+    op, kind, peer, slot = {
+        0: ("flush", "chain", 1, -1),
+        1: ("recv", "decision", 0, 1),
+    }.get(rank, ("recv", "chain", rank - 1, -1))
     return {
         "rank": rank,
         "op": op,
-        "peer": (rank + 1) % pp,
+        "peer": peer,
         "kind": kind,
-        "slot": 1,
+        "slot": slot,
         "pass_id": 11,
         "seq": 60 + rank,
         "width": -1,
@@ -169,13 +192,14 @@ def _blocked(rank: int, pp: int) -> dict[str, Any]:
 
 
 def _flip_period(flip: str) -> float:
+    """conf/flip: every_2s, or every_40_passes (about 0.8 s at the fake's 50 passes/s)."""
     if flip == "off":
         return 0.0
     digits = "".join(c for c in flip if c.isdigit())
-    return float(digits or 2)
+    return float(digits) if flip.endswith("s") and not flip.endswith("passes") else 0.8
 
 
-def _write_tables(run_dir, rng, pp, wall, flip_times, n_requests, served, voids) -> None:
+def _write_tables(run_dir, rng, pp, wall, flip_times, n_requests, served, voids, verdict) -> None:
     t = np.round(np.arange(0.0, wall, 0.1), 3)
     ranks = list(range(pp)) + [-1]
     in_flip = np.zeros_like(t, dtype=bool)
@@ -214,13 +238,15 @@ def _write_tables(run_dir, rng, pp, wall, flip_times, n_requests, served, voids)
         add(start, 0, "admit", rid)
         if rid < served:
             add(min(start + 0.8, wall), 0, "finish", rid)
-    for i, ft in enumerate(flip_times):
-        add(ft, -1, "flip_start", ep=i, detail="pp->tp" if i % 2 == 0 else "tp->pp")
+    for i, ft in enumerate(flip_times):  # every rank records the cutover it took part in
+        for r in range(pp):
+            add(ft, r, "flip_start", ep=i, detail="pp->tp" if i % 2 == 0 else "tp->pp")
         add(ft + 0.05, 0, "void", ep=i)
         add(ft + 0.06, 0, "retract", rid=i, ep=i)
-        add(ft + 0.09, -1, "flip_end", ep=i + 1)
-    if served < n_requests:
-        add(wall, -1, "wedge", detail="no progress")
+        for r in range(pp):
+            add(ft + 0.09, r, "flip_end", ep=i + 1)
+    if verdict != "served":  # the supervisor's own event: how the run ended
+        add(wall, -1, verdict, detail="every rank blocked")
     _write_parquet(run_dir / "events.parquet", ev, {"rank": pa.int64(), "rid": pa.int64()})
 
     lens = rng.integers(8, 64, size=n_requests)
@@ -237,8 +263,13 @@ def _write_tables(run_dir, rng, pp, wall, flip_times, n_requests, served, voids)
         "submit_t_s": [wall * i / (n_requests + 2) for i in range(n_requests)],
         "finish_t_s": [wall * i / (n_requests + 2) + 0.8 for i in range(n_requests)],
         "cached_tokens": [0] * n_requests,
+        # the tokenizer's text (model=hf); empty for the random-weight models
+        "prompt_text": [None] * n_requests,
+        "output_text": [None] * n_requests,
     }
     types = {"output_ids": pa.list_(pa.int64()), "rid": pa.int64(), "cached_tokens": pa.int64()}
+    # the engine writes these text columns so
+    types |= {k: pa.string() for k in ("outcome", "reason", "prompt_text", "output_text")}
     _write_parquet(run_dir / "requests.parquet", req, types)
 
 

@@ -124,7 +124,7 @@ def fake_runs(root: Path) -> GeneratedRuns:
         "engine/ordering": ["decision_first", "flush_before_decision"],
     }
     dirs = write_sweep(root / "runs", sweep, base=["+exp=smoke", "pp=2"])
-    for i, flip in enumerate(["off", "every_1s", "every_2s"]):
+    for i, flip in enumerate(["off", "every_2s", "every_40_passes"]):
         write_run(root / "flips" / str(i), ["+exp=smoke", f"flip={flip}"])
     return GeneratedRuns(root / "runs", root / "flips", len(dirs))
 

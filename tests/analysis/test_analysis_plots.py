@@ -91,7 +91,7 @@ def test_ops_timeline_without_blocked_on(tmp_path) -> None:
 
     from fake_runs import write_run
 
-    run = write_run(tmp_path / "r", ["faults=dead_peer"])
+    run = write_run(tmp_path / "r", ["faults=kill_rank"])
     (run / "postmortem" / "blocked_on.json").write_text(json.dumps([None, None]))
     summary = json.loads((run / "summary.json").read_text())
     summary["blocked_on"] = None

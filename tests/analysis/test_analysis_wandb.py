@@ -1,78 +1,188 @@
-"""load_wandb returns the load_runs frame shape, against a stand-in `wandb` module (no
-network here), and fails with a clear message when W&B is offline."""
+"""What ppx really logs to W&B, read back with W&B's own reader.
+
+One real offline run (gloo, pp=2, the micro model, non-default policies) is logged by the
+sink; its `.wandb` transaction log is decoded by `wandb leet inspect --json` (the W&B CLI's
+reader of the offline log, no network), and the choices, counters and series found there
+must be the run's summary.json and metrics.parquet. `load_wandb` is then fed that very run
+(through a stand-in `wandb.Api`, the only part that needs a network) and must give the
+row `load_runs` gives for the same run directory.
+"""
 
 from __future__ import annotations
 
+import glob
+import json
+import math
+import os
+import subprocess
 import sys
 import types
+from dataclasses import dataclass, field
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import ppx.analysis as pa
+from ppx.analysis.schema import RUN_COLUMNS
+from ppx.run import WANDB_WARNING
+from ppx.telemetry.summary import CHOICE_KEYS, GROUP_COUNTERS
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+from ppx_helpers import run_ppx  # noqa: E402
+
+RUN = [
+    "+exp=micro_load",
+    "engine.transport=gloo",
+    "pp=2",
+    "engine/admission=decision",
+    "engine/ordering=decision_first",
+    "engine/guard=rid",
+]
+# the counter names of DESIGN section 5, as W&B keys
+DESIGN_NAMES = (
+    "flips voids retractions refusals stops out_tok_s prefill_tok_s submitted served lost "
+    "oracle_mismatches ledger_violations verdict"
+).split()
 
 
-class _Summary(dict):
-    @property
-    def _json_dict(self) -> dict:
-        return dict(self)
+@dataclass
+class LoggedRun:
+    """A run as the W&B transaction log holds it (the attributes `wandb_record` reads)."""
+
+    id: str
+    group: str
+    tags: list[str]
+    path: list[str]
+    config: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    series: set[str] = field(default_factory=set)
+    url: str | None = None
 
 
-class _Run:
-    def __init__(self, rid: str, summary: dict, config: dict) -> None:
-        self.id, self.summary, self.config = rid, _Summary(summary), config
-        self.path, self.url, self.group = ["me", "ppx", rid], f"https://w/{rid}", "study_a"
-        self.tags = ["guard=rid"]
+def read_log(wandb_file: str) -> LoggedRun:
+    out = subprocess.run(
+        [sys.executable, "-m", "wandb", "leet", "inspect", "--json", wandb_file],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]
+    run = next(r["run"] for r in records if r["type"] == "run")
+    logged = LoggedRun(
+        run["run_id"], run["run_group"], run["tags"], ["offline", "ppx", run["run_id"]]
+    )
+    logged.config.update(run["config"]["update"])
+    for r in records:
+        if r["type"] == "config":
+            logged.config.update(r["config"].get("update", {}))
+        elif r["type"] == "summary":
+            # the log names nested values by dotted path; the API hands them back nested
+            for k, v in r["summary"].get("update", {}).items():
+                *outer, last = k.split(".")
+                node = logged.summary
+                for o in outer:
+                    node = node.setdefault(o, {})
+                node[last] = v
+        elif r["type"] == "history":
+            # a logged table shows up as `events.<field>` keys: name it once, as `events`
+            item = r["history"]["item"]
+            logged.series |= {k.split(".")[0] for k in item if not k.startswith("_")}
+    return logged
 
 
-def _fake_wandb(runs: list[_Run], calls: list) -> types.ModuleType:
-    mod = types.ModuleType("wandb")
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    run_dir = str(tmp_path_factory.mktemp("wandb") / "run")
+    proc, summary = run_ppx(run_dir, *RUN, logger="wandb")
+    assert summary is not None and summary["verdict"] == "served", proc.stdout + proc.stderr
+    files = glob.glob(os.path.join(run_dir, "wandb", "offline-run-*", "*.wandb"))
+    assert len(files) == 1, files
+    return proc, summary, run_dir, read_log(files[0])
+
+
+def test_a_logged_run_prints_no_logging_warning(logged):
+    proc, *_ = logged
+    assert WANDB_WARNING.strip() not in proc.stderr
+
+
+def test_the_choices_are_flat_config_keys(logged):
+    _, summary, _, run = logged
+    assert set(summary["choices"]) == set(CHOICE_KEYS)
+    assert {k: run.config.get(k) for k in CHOICE_KEYS} == summary["choices"]
+    assert (run.config["admission"], run.config["ordering"], run.config["guard"]) == (
+        "decision",
+        "decision_first",
+        "rid",
+    )
+    assert run.config["resolved"]["engine"]["admission"]["name"] == "decision"
+    assert run.group == "micro_load" and "guard=rid" in run.tags
+
+
+def test_the_counters_are_the_summary_under_their_own_names(logged):
+    _, summary, _, run = logged
+    scalars = {k: v for k, v in summary.items() if v is None or isinstance(v, (int, float, str))}
+    for k, v in scalars.items():
+        got = run.summary.get(k, "absent")
+        assert got == v or (isinstance(v, float) and math.isclose(got, v)), (k, got, v)
+    assert set(DESIGN_NAMES + GROUP_COUNTERS) <= set(run.summary)
+    for k, per in summary["per_rank"].items():
+        assert [run.summary[f"rank{r}/{k}"] for r in range(len(per))] == per
+
+
+def test_the_series_are_the_group_metrics(logged):
+    _, _, run_dir, run = logged
+    df = pd.read_parquet(os.path.join(run_dir, "metrics.parquet"))
+    cols = set(df.columns) - {"rank", "phase", "epoch"}
+    assert run.series == {f"group/{c}" for c in cols} | {"events"}
+
+
+def test_load_wandb_gives_the_local_row_for_the_logged_run(logged, monkeypatch):
+    _, _, run_dir, run = logged
+    api = types.ModuleType("wandb")
+    calls = []
 
     class Api:
         def runs(self, path, filters=None):
             calls.append((path, filters))
-            return runs
+            return [run]
 
-    mod.Api = Api
-    return mod
-
-
-def test_load_wandb_same_shape(monkeypatch, matrix_root) -> None:
-    local = pa.load_runs(matrix_root)
-    nested = {
-        "verdict": "served",
-        "voids": 3,
-        "out_tok_s": 9.5,
-        "_runtime": 4.0,
-        "choices": {"guard": "rid", "pp": 2},
-        "per_rank": {"voids": [1, 2]},
-    }
-    flat = {
-        "verdict": "wedged",
-        "voids": 5,
-        "choices/guard": "prefix",
-        "choices/pp": 3,
-        "cycle": "rank0 -[x]-> rank1 -[y]-> rank0",
-    }
-    from_config = {"verdict": "served", "voids": 1}
-    runs = [
-        _Run("a", nested, {}),
-        _Run("b", flat, {}),
-        _Run("c", from_config, {"guard": "off", "pp": 4}),
-    ]
-    calls: list = []
-    monkeypatch.setitem(sys.modules, "wandb", _fake_wandb(runs, calls))
+    api.Api = Api
+    monkeypatch.setitem(sys.modules, "wandb", api)
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    df = pa.load_wandb("me/ppx", {"group": "study_a"})
-    assert calls == [("me/ppx", {"group": "study_a"})]
-    assert list(df.columns[: len(local.columns) - 1]) == list(local.columns[:-1])
-    assert list(df["guard"]) == ["rid", "prefix", "off"]
-    assert list(df["pp"]) == [2, 3, 4] and df["pp"].dtype == "Int64"
-    assert df["verdict"].dtype == local["verdict"].dtype
-    assert list(df["run_id"]) == ["a", "b", "c"]
-    assert df.loc[0, "wandb_path"] == "me/ppx/a" and df.loc[0, "study"] == "study_a"
-    assert "_runtime" not in df and "per_rank" not in df
-    table = pa.compare(df, by="guard", metrics=["voids"])
-    assert list(table["mean"]) == [1.0, 5.0, 3.0]
+    remote = pa.load_wandb("me/ppx", {"group": "micro_load"})
+    local = pa.load_runs(run_dir)
+    assert calls == [("me/ppx", {"group": "micro_load"})]
+    n = len(RUN_COLUMNS)
+    assert list(remote.columns[:n]) == list(local.columns[:n]) == list(RUN_COLUMNS)
+    assert set(local.columns) - {"overrides"} <= set(remote.columns)
+    # the run dir is the local store's; W&B names the study by the run's group
+    same = [c for c in local.columns if c not in ("run_dir", "overrides", "study")]
+    assert remote.loc[0, "study"] == "micro_load"
+    pd.testing.assert_frame_equal(remote[same], local[same], check_dtype=True)
+    assert remote.loc[0, "wandb_path"] == f"offline/ppx/{run.id}"
+    table = pa.compare(remote, by="guard", metrics=["voids"])
+    assert list(table["guard"]) == ["rid"]
+
+
+def test_a_logging_failure_is_one_warning_line(tmp_path, monkeypatch, capsys):
+    import wandb
+    from ppx_helpers import compose
+
+    from ppx.run import execute
+
+    def refuse(**kw):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(wandb, "init", refuse)
+    cfg = compose("+exp=micro_load", "pp=2", "logger=wandb")
+    s = execute(cfg, str(tmp_path), "micro_load")
+    err = capsys.readouterr().err
+    assert s["verdict"] == "served"  # the store is written; the run is not failed by W&B
+    assert f"{WANDB_WARNING}OSError: disk full" in err.splitlines()
 
 
 def test_load_wandb_offline_is_a_clear_error(monkeypatch) -> None:

@@ -18,7 +18,6 @@ def test_smoke_study_end_to_end(real_session_runs: GeneratedRuns) -> None:
     assert proc.returncode == 0, proc.describe()
     assert "smoke_study: 2/2 expectations met, 2 runs, 0 missing cells -> PASS" in proc.output
     assert "2/2 done" in proc.output and "-> done (wedged)" in proc.output
-    assert proc.wall_s < 90, proc.describe()  # ~20-30 s on the 2-core reference machine
     out = real_session_runs.study_out
     for name in ("table.md", "table.csv", "expectations.md", "verdict_grid.png", "bars.png"):
         assert (out / name).stat().st_size > 0, name

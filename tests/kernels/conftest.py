@@ -33,5 +33,5 @@ def batched() -> Kernels:
 
 
 @pytest.fixture(scope="session")
-def tri() -> Kernels:
-    return get_kernels("triton")
+def tri(device: str) -> Kernels:
+    return get_kernels("triton", device)

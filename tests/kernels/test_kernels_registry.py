@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from ppx.engine.kernels import KERNEL_BACKENDS, Kernels, get_kernels
 
@@ -29,10 +28,10 @@ def test_kernels_has_exactly_the_contract_fields():
 
 
 @pytest.mark.parametrize("name", KERNEL_BACKENDS)
-def test_get_kernels_returns_frozen_bundle(name):
-    kernels = get_kernels(name)
+def test_get_kernels_returns_frozen_bundle(name, device):
+    kernels = get_kernels(name, device)
     assert all(callable(getattr(kernels, f)) for f in FIELDS)
-    assert get_kernels(name) is kernels  # built once, then cached
+    assert get_kernels(name, device) is kernels  # built once, then cached
     with pytest.raises(dataclasses.FrozenInstanceError):
         kernels.rms_norm = None  # type: ignore[misc]
 
@@ -56,10 +55,9 @@ def test_torch_backend_never_imports_triton():
     assert result.returncode == 0, result.stderr
 
 
-def test_triton_backend_uses_the_interpreter_only_without_cuda():
-    before = os.environ.get("TRITON_INTERPRET")
-    get_kernels("triton")
-    if torch.cuda.is_available():  # a real device: the registry must not force the interpreter
-        assert os.environ.get("TRITON_INTERPRET") == before
-    else:
-        assert os.environ.get("TRITON_INTERPRET") == "1"
+def test_triton_backend_interprets_exactly_for_cpu_tensors(device):
+    # by the tensors' device, not by the machine (tests/gpu_path/test_triton_mode.py: a CPU
+    # tensor on a machine that has CUDA)
+    get_kernels("triton", device)
+    want = "1" if device == "cpu" else "0"
+    assert os.environ.get("TRITON_INTERPRET") == want

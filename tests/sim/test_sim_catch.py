@@ -12,14 +12,15 @@ explorer found it at pp=3 (`explore.strategy=pct`, schedule 7 of 150, model=micr
       explore.strategy=pct explore.schedules=150
 
 Its schedule is tests/data/schedules/forwarded_pool_exhausted.txt. A follower that cannot
-allocate what it is told must refuse (void the pass), never raise.
+allocate what it is told must refuse (void the pass), never raise. The root: the admission
+check counted the slots of the prefix the request was about to lock as evictable
+(`Scheduler.pin_cost`, tests/test_pool_exhaustion.py).
 """
 
 from __future__ import annotations
 
 import os
 
-import pytest
 from ppx_helpers import compose
 
 from ppx.sim.schedule import load
@@ -41,11 +42,6 @@ def replay_prefix(seed: int) -> dict:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="forwarded + on_refusal=void raises `KV pool exhausted` on a follower that cannot "
-    "allocate a told schedule; the refusal path is the protocol-fidelity issue's fix",
-)
 def test_the_found_schedule_no_longer_crashes():
     out = replay_prefix(seed=0)
     assert out["verdict"] == "served", out["reason"]

@@ -74,6 +74,10 @@ class Policy:
     def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
         """A TP-phase pass was voided; obs rows are [rid, told, local]."""
 
+    def check_told_row(self, rid: int, local: int, told: int) -> None:
+        """A follower admits `rid` with `told` from this pass; a told row stamped by an earlier
+        pass may apply too (engine.admission.told_scope)."""
+
     def on_served(self, rid: int) -> None:
         """A request finished cleanly (the guard clears its floor)."""
 

@@ -15,8 +15,9 @@ import sys
 from ppx.core import Flag, Kind, Message, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
+from ppx.engine.admission.told_rows import ToldRows
 from ppx.engine.board import F
-from ppx.engine.guard import UNRESOLVED, Guard
+from ppx.engine.guard import POOL_SHORT, UNRESOLVED, Guard
 
 
 class DecisionPolicy(Policy):
@@ -26,8 +27,16 @@ class DecisionPolicy(Policy):
         self.name = "forwarded" if forwarded else "decision"
         self.forwarded = forwarded
         self.on_refusal = cfg.engine.admission.on_refusal
-        self.guard = Guard(cfg.engine.guard.name, int(cfg.engine.guard.defer_cap))
+        g = cfg.engine.guard
+        self.guard = Guard(
+            g.name,
+            int(g.defer_cap),
+            miss=getattr(g, "miss", "sentinel"),
+            prefix_clear=getattr(g, "prefix_clear", "serve"),
+            on_escalate=self.escalate,
+        )
         self.livelock_passes = int(cfg.engine.livelock_passes)
+        self.told_rows = ToldRows(getattr(cfg.engine.admission, "told_scope", "pass"))
         self.void_streak: list[tuple[int, int, int]] = []
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
@@ -133,14 +142,16 @@ class DecisionPolicy(Policy):
                 # mid-prefill) is a divergence, reported with what this rank holds
                 obs.append([ctx.rank, e.rid, e.prefix_len, req.computed if req is s.chunked else 0])
                 continue
+            if req is not s.chunked:
+                self.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
+                self.told_rows.stamp(e.rid, e.prefix_len, ctx.epoch)
             local = req.computed if req is s.chunked else self.local_match(req)
             if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
                 local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
+            local = self.guard.read_miss(local)  # engine.guard.miss=zero: a false 0
             ok = local != UNRESOLVED and (
                 local == e.prefix_len if req is s.chunked else local >= e.prefix_len
             )
-            if ok and req is not s.chunked and not s.cache.can_admit(s.need_of(req, e.prefix_len)):
-                ok = False
             if not ok:
                 obs.append([ctx.rank, e.rid, e.prefix_len, local])
         if obs:
@@ -150,6 +161,12 @@ class DecisionPolicy(Policy):
         for e in entries:
             req = s.reqs[e.rid]
             got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
+            if got is None:
+                # this rank's pool cannot hold what it is told (admissions earlier in this
+                # same decision took the room): the same refusal as a missing prefix, never
+                # an exception; the void rolls back what this pass admitted so far
+                self.retract(p, entries, [[ctx.rank, e.rid, e.prefix_len, POOL_SHORT]])
+                return
             admitted.append(got)
             if got.extend_len != e.extend_len or got.final != e.final:
                 ctx.stop(
@@ -194,6 +211,12 @@ class DecisionPolicy(Policy):
         if not msg.flags & Flag.VOID:
             if ctx.is_first and msg.tensors and msg.tensors[0].numel():
                 self.void_streak.clear()
+            if ctx.is_first and batch.mode == "prefill":
+                # every rank computed these prompts: a floor over them is stale (#963)
+                for e in batch.entries:
+                    req = self.sched.reqs.get(e.rid)
+                    if req is not None:
+                        self.guard.prefix_served(req.tokens[: e.end])
             return False
         obs = msg.tensors[1].tolist() if len(msg.tensors) > 1 else []
         if ctx.is_first:  # the guard learns before the requests are re-offered
@@ -235,8 +258,24 @@ class DecisionPolicy(Policy):
                     f"served (TP phase); (rid, told, local) repeating: {sorted(set(self.void_streak))[:4]}"
                 )
 
+    def escalate(self, rid: int, reports: int) -> None:
+        """The defer cap ran out for `rid`: its next offer is told=0 (sgl-project#944)."""
+        msg = (
+            f"escalation rid={rid}: {reports} unresolved reports > "
+            f"engine.guard.defer_cap={self.guard.defer_cap}; next told=0"
+        )
+        print(f"ppx warning: {msg}", file=sys.stderr)
+        self.ctx.events.emit("escalation", -1, -1, rid, self.ctx.epoch, msg)
+
+    def check_told_row(self, rid: int, local: int, told: int) -> None:
+        self.told_rows.check(self.ctx, rid, local, told)
+
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
+        self.told_rows.drop(rid)
 
     def counters(self) -> dict:
-        return {**self.n, **(self.guard.counters() if self.ctx.is_first else {})}
+        return {
+            **self.n,
+            **(self.guard.counters() if self.ctx.is_first else self.told_rows.counters()),
+        }

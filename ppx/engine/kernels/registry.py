@@ -5,14 +5,16 @@ Two backends share one interface:
 * ``"torch"``  -- torch: the readable reference (``torch_ref``) for the elementwise kernels and
   vectorized attention / index building (``torch_batched``, tested against the reference);
   never imports triton.
-* ``"triton"`` -- fused triton kernels. On a machine without CUDA they run under triton's
-  CPU interpreter, which lets the CPU test suite check them against the reference.
+* ``"triton"`` -- fused triton kernels, compiled for the GPU when the tensors live on one and
+  run under triton's CPU interpreter when they live on the CPU (which lets the CPU test suite
+  check them against the reference) -- on any machine, with or without CUDA.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -59,12 +61,33 @@ def _torch_kernels() -> Kernels:
     )
 
 
-def _triton_kernels() -> Kernels:
+def triton_mode(device: str | torch.device) -> str:
+    """ "interpret" or "compiled": decided by where the tensors live, never by whether the
+    machine has CUDA (a CPU tensor handed to a compiled kernel fails on a GPU machine too).
+    On a GPU an explicit TRITON_INTERPRET=1 is kept: the interpreter is a debugging tool."""
+    asked = os.environ.get("TRITON_INTERPRET")
+    if torch.device(device).type == "cpu" or (asked == "1" and asked != _SET_BY_US[0]):
+        return "interpret"
+    return "compiled"
+
+
+# the value _triton_kernels wrote into TRITON_INTERPRET (not the user's choice)
+_SET_BY_US: list[str | None] = [None]
+
+
+def _triton_kernels(mode: str) -> Kernels:
     # triton decides between compiling and interpreting when each @triton.jit function is
-    # *defined*, so the variable must be in place before our triton modules are imported.
-    # setdefault leaves an explicit choice by the user (e.g. TRITON_INTERPRET=0) alone.
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    # *defined*, so the variable must be in place before our triton modules are imported, and
+    # one process holds one of the two: asking for the other one later is an error, not a
+    # silent wrong choice.
+    loaded = sys.modules.get("ppx.engine.kernels.triton_common")
+    if loaded is not None and ("interpret" if loaded.INTERPRET else "compiled") != mode:
+        have = "interpret" if loaded.INTERPRET else "compiled"
+        raise RuntimeError(
+            f"triton kernels were loaded {have} in this process; {mode} kernels (for tensors on "
+            f"another device) need a fresh process"
+        )
+    os.environ["TRITON_INTERPRET"] = _SET_BY_US[0] = "1" if mode == "interpret" else "0"
     from ppx.engine.kernels import (
         triton_attention,
         triton_decode,
@@ -82,13 +105,15 @@ def _triton_kernels() -> Kernels:
     )
 
 
-_CACHE: dict[str, Kernels] = {}
+_CACHE: dict[tuple[str, str], Kernels] = {}
 
 
-def get_kernels(name: str) -> Kernels:
-    """Return the kernel bundle for backend ``name`` ("torch" or "triton")."""
+def get_kernels(name: str, device: str | torch.device = "cpu") -> Kernels:
+    """Return the kernel bundle for backend ``name`` ("torch" or "triton") for tensors on
+    ``device`` (triton: interpreted on the CPU, compiled on a GPU)."""
     if name not in KERNEL_BACKENDS:
         raise ValueError(f"unknown kernel backend {name!r}; expected one of {KERNEL_BACKENDS}")
-    if name not in _CACHE:
-        _CACHE[name] = _torch_kernels() if name == "torch" else _triton_kernels()
-    return _CACHE[name]
+    key = (name, "any" if name == "torch" else triton_mode(device))
+    if key not in _CACHE:
+        _CACHE[key] = _torch_kernels() if name == "torch" else _triton_kernels(key[1])
+    return _CACHE[key]

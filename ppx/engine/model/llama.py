@@ -30,7 +30,11 @@ class StageModel:
         tp_rank: int = 0,
         tp_size: int = 1,
         all_reduce=None,
+        source=None,
     ) -> None:
+        # `source`: where the weights come from (weights.RandomWeights from `seed` by default,
+        # hf_weights.HFWeights for a checkpoint); only this stage's tensors are asked for
+        src = source if source is not None else W.RandomWeights(d, seed)
         self.d, self.k, self.device, self.dtype = d, kernels, device, dtype
         self.first_layer, self.last_layer = first_layer, last_layer
         self.is_first, self.is_last = first_layer == 0, last_layer == d.layers
@@ -38,20 +42,22 @@ class StageModel:
         self.local_heads, self.local_kv_heads = d.heads // tp_size, d.kv_heads // tp_size
         to = dict(device=device, dtype=dtype)
         self.layers = [
-            {
-                n: t.to(**to)
-                for n, t in W.shard_layer(W.layer_weights(seed, i, d), d, tp_rank, tp_size).items()
-            }
+            _fuse({n: t.to(**to) for n, t in src.layer(i, tp_rank, tp_size).items()})
             for i in range(first_layer, last_layer)
         ]
-        for w in self.layers:  # fused projections: one matmul for q/k/v, one for gate/up
-            w["wqkv_t"] = torch.cat([w["wq"], w["wk"], w["wv"]]).T.contiguous()
-            w["w_gu_t"] = torch.cat([w["w_gate"], w["w_up"]]).T.contiguous()
-            w["wo_t"], w["w_down_t"] = w["wo"].T.contiguous(), w["w_down"].T.contiguous()
-        self.embed = W.embedding(seed, d).to(**to) if self.is_first else None
+        self.embed = src.embedding().to(**to) if self.is_first else None
         if self.is_last:
-            norm, lm = W.head(seed, d)
+            norm, lm = src.head()
             self.final_norm, self.lm_head = norm.to(**to), lm.to(**to)
+        self.weight_bytes = sum(t.numel() * t.element_size() for t in self.tensors())
+
+    def tensors(self) -> list[torch.Tensor]:
+        out = [t for w in self.layers for t in w.values()]
+        if self.embed is not None:
+            out.append(self.embed)
+        if self.is_last:
+            out += [self.final_norm, self.lm_head]
+        return out
 
     @property
     def num_layers(self) -> int:
@@ -81,7 +87,10 @@ class StageModel:
             kv_indptr, kv_idx = k.build_kv_indices(req_to_token, fi.req_rows, fi.prefix_lens + 1)
         for li, w in enumerate(self.layers):
             h = k.rms_norm(x, w["attn_norm"], d.eps)
-            q, kk, v = (h @ w["wqkv_t"]).split([nh * hd, nkv * hd, nkv * hd], dim=-1)
+            qkv = h @ w["wqkv_t"]
+            if "b_qkv" in w:  # Qwen2's q/k/v bias
+                qkv = qkv + w["b_qkv"]
+            q, kk, v = qkv.split([nh * hd, nkv * hd, nkv * hd], dim=-1)
             q, kk, v = q.reshape(-1, nh, hd), kk.reshape(-1, nkv, hd), v.reshape(-1, nkv, hd)
             q, kk = k.rope(q, kk, fi.positions, d.rope_theta)
             kp, vp = k_pool[li], v_pool[li]
@@ -104,14 +113,27 @@ class StageModel:
         return (h @ self.lm_head.T).argmax(dim=-1)
 
 
+def _fuse(w: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """One matmul for q/k/v and one for gate/up, weights pre-transposed; the unfused copies
+    are dropped so a stage holds each weight once (a real checkpoint's memory is the point)."""
+    out = {"attn_norm": w["attn_norm"], "mlp_norm": w["mlp_norm"]}
+    out["wqkv_t"] = torch.cat([w["wq"], w["wk"], w["wv"]]).T.contiguous()
+    out["w_gu_t"] = torch.cat([w["w_gate"], w["w_up"]]).T.contiguous()
+    out["wo_t"], out["w_down_t"] = w["wo"].T.contiguous(), w["w_down"].T.contiguous()
+    if "bq" in w:
+        out["b_qkv"] = torch.cat([w["bq"], w["bk"], w["bv"]])
+    return out
+
+
 class Reference:
     """The whole model in one process, no cache, plain torch: the oracle's ground truth."""
 
-    def __init__(self, d: Dims, seed: int) -> None:
+    def __init__(self, d: Dims, seed: int, source=None) -> None:
         self.d = d
-        self.layers = [W.layer_weights(seed, i, d) for i in range(d.layers)]
-        self.embed = W.embedding(seed, d)
-        self.final_norm, self.lm_head = W.head(seed, d)
+        src = source if source is not None else W.RandomWeights(d, seed)
+        self.layers = [{n: t.float() for n, t in src.layer(i).items()} for i in range(d.layers)]
+        self.embed = src.embedding().float()
+        self.final_norm, self.lm_head = (t.float() for t in src.head())
 
     @staticmethod
     def _norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
@@ -135,9 +157,11 @@ class Reference:
         x = self.embed[ids]
         for w in self.layers:
             h = self._norm(x, w["attn_norm"], d.eps)
-            q = self._rope((h @ w["wq"].T).view(-1, d.heads, hd), pos)
-            k = self._rope((h @ w["wk"].T).view(-1, d.kv_heads, hd), pos).repeat_interleave(rep, 1)
-            v = (h @ w["wv"].T).view(-1, d.kv_heads, hd).repeat_interleave(rep, 1)
+            bq, bk, bv = (w.get(b, 0.0) for b in ("bq", "bk", "bv"))
+            q = self._rope((h @ w["wq"].T + bq).view(-1, d.heads, hd), pos)
+            k = self._rope((h @ w["wk"].T + bk).view(-1, d.kv_heads, hd), pos)
+            k = k.repeat_interleave(rep, 1)
+            v = (h @ w["wv"].T + bv).view(-1, d.kv_heads, hd).repeat_interleave(rep, 1)
             o = F.scaled_dot_product_attention(
                 q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), is_causal=True
             ).transpose(0, 1)

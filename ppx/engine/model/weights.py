@@ -95,3 +95,22 @@ def shard_layer(
         "w_up": w["w_up"][i0 : i0 + inter],
         "w_down": w["w_down"][:, i0 : i0 + inter],
     }
+
+
+class RandomWeights:
+    """The seeded random model as a weight source (the same interface as hf_weights.HFWeights:
+    `layer`, `embedding`, `head`), so a stage builds from either without knowing which."""
+
+    bytes_read = 0  # nothing is read from disk
+
+    def __init__(self, d: Dims, seed: int) -> None:
+        self.d, self.seed = d, seed
+
+    def layer(self, li: int, tp_rank: int = 0, tp_size: int = 1) -> dict[str, torch.Tensor]:
+        return shard_layer(layer_weights(self.seed, li, self.d), self.d, tp_rank, tp_size)
+
+    def embedding(self) -> torch.Tensor:
+        return embedding(self.seed, self.d)
+
+    def head(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return head(self.seed, self.d)

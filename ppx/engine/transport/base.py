@@ -35,6 +35,9 @@ class Transport:
     rank: int
     world: int
     payload_device: str = "cpu"  # where payload tensors travel from (nccl: this rank's GPU)
+    # True when a payload isend's wait() returns only once the peer took it (gloo, sim); NCCL's
+    # only orders the stream, so the channels wait on the peer's consumed counter instead
+    rendezvous_sends: bool = True
 
     # -- point to point ------------------------------------------------------------------
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:

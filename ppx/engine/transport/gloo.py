@@ -17,11 +17,14 @@ from ppx.engine.transport.base import Handle, Transport
 
 
 class GlooTransport(Transport):
-    def __init__(self, rank: int, world: int, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, rank: int, world: int, port: int, host: str = "127.0.0.1", store=None
+    ) -> None:
         self.rank, self.world = rank, world
+        where = {"store": store} if store is not None else {"init_method": f"tcp://{host}:{port}"}
         dist.init_process_group(
             "gloo",
-            init_method=f"tcp://{host}:{port}",
+            **where,
             rank=rank,
             world_size=world,
             # the group-level timeout only bounds rendezvous/collectives; p2p waits carry none

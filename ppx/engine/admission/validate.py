@@ -1,0 +1,56 @@
+"""Protocol switches that cannot mean anything together are refused before anything spawns.
+
+Each check raises a ValueError of one line naming the switch, the value and why;
+`ppx.config.validate` turns it into a ConfigError (exit 2). The engine does not import the
+config layer.
+"""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from ppx.engine.admission.told_rows import SCOPES
+
+# which policy reads which switch: a switch set for a policy that ignores it is a config the
+# researcher believes tests something it does not (today's `decision` ignored on_refusal=stop)
+ON_REFUSAL = ("void", "stop")
+
+
+def validate_protocol(merged: DictConfig) -> None:
+    """Raises ValueError naming the first switch that cannot mean anything here."""
+    a, g = merged.engine.admission, merged.engine.guard
+    if a.name == "forwarded":
+        if a.on_refusal not in ON_REFUSAL:
+            raise ValueError(f"engine.admission.on_refusal={a.on_refusal!r}: void | stop")
+    elif a.on_refusal is not None:
+        why = (
+            "a retraction always voids the pass (use engine/admission=forwarded to choose)"
+            if a.name == "decision"
+            else "it has no refusals: every rank forms its own batch"
+        )
+        raise ValueError(
+            f"engine.admission.on_refusal={a.on_refusal} is ignored by "
+            f"engine/admission={a.name}: {why}"
+        )
+    if a.told_scope not in SCOPES:
+        raise ValueError(f"engine.admission.told_scope={a.told_scope!r}: {' | '.join(SCOPES)}")
+    if a.told_scope != "pass":
+        if a.name == "rank_local":
+            raise ValueError(
+                f"engine.admission.told_scope={a.told_scope} needs a decision to stamp: "
+                "engine/admission=decision or forwarded"
+            )
+        if not merged.flip.enabled:
+            raise ValueError(
+                f"engine.admission.told_scope={a.told_scope} means nothing without flips: a told "
+                "row outlives its pass only across a TP<->PP cutover (set flip=...)"
+            )
+    if g.miss not in ("sentinel", "zero"):
+        raise ValueError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
+    if g.prefix_clear not in ("serve", "never"):
+        raise ValueError(f"engine.guard.prefix_clear={g.prefix_clear!r}: serve | never")
+    if g.prefix_clear != "serve" and g.name != "prefix":
+        raise ValueError(
+            f"engine.guard.prefix_clear={g.prefix_clear} needs engine/guard=prefix "
+            f"(engine/guard={g.name} keeps no prefix floors)"
+        )
