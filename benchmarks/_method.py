@@ -1,7 +1,8 @@
 """The measurement method every ratio benchmark shares (one place, not one per script).
 
-- Arms run interleaved, A B A B ... (three arms: A B C A B C ...), so a drift in the
-  machine's load hits every arm alike; each rep's ratio is taken within its own round.
+- Arms run interleaved, one of each per round, the order reversed every other round
+  (A B, B A, ...; three arms A B C, C B A, ...), so a drift in the machine's load hits every
+  arm alike; each round's ratio is taken within that round.
 - The figure is the median of the per-round ratios with a distribution-free 95 % interval
   for that median from order statistics (the binomial sign-test interval): with n rounds,
   [r_(k), r_(n+1-k)] for the largest k with P(Bin(n, 1/2) < k) <= 2.5 %. It needs n >= 6;
@@ -38,10 +39,12 @@ def print_machine() -> None:
 
 
 def interleave(arms: dict[str, Callable[[], float]], reps: int) -> dict[str, list[float]]:
-    """Run every arm once per round, in the given order, `reps` rounds."""
+    """Run every arm once per round, `reps` rounds; odd rounds run the arms in reverse order
+    (A B, B A, ...), so a load trend within a round does not always favour the same arm."""
     got: dict[str, list[float]] = {name: [] for name in arms}
     for i in range(reps):
-        for name, fn in arms.items():
+        order = list(arms.items())
+        for name, fn in order[::-1] if i % 2 else order:
             got[name].append(fn())
         print(
             f"  round {i + 1}/{reps}: "
@@ -91,11 +94,14 @@ def report(
         ratios = [x / y for x, y in zip(got[a], got[base])]
         med, lo, hi, cov = median_ci(ratios)
         verdict = "met" if med >= target else "NOT met"
-        line = (
-            f"{a}/{base}: median {med:.3f}, {100 * cov:.1f} % interval [{lo:.3f}, {hi:.3f}] "
-            f"(half-width {100 * (hi - lo) / 2 / med:.1f} %); target >= {target} {verdict}"
+        interval = (
+            f"{100 * cov:.1f} % interval [{lo:.3f}, {hi:.3f}] (half-width "
+            f"{100 * (hi - lo) / 2 / med:.1f} %)"
+            if cov
+            else "no 95 % interval (fewer than 6 rounds)"
         )
-        if exclude is not None:
+        line = f"{a}/{base}: median {med:.3f}, {interval}; target >= {target} {verdict}"
+        if exclude is not None and cov:
             line += f"; interval excludes {exclude}: {'yes' if lo > exclude else 'no'}"
         print(line)
     print(machine())

@@ -1,6 +1,7 @@
 """Where a pass's time goes, per rank, from a real run (ranks over gloo).
 
-  python benchmarks/profile_pass.py [--pp 1 3] [--new 96] [--mode decode]
+  python benchmarks/profile_pass.py [--pp 1 3] [--new 96] [--mode decode] [--set OVERRIDE ...]
+  e.g. --pp 3 --set engine/admission=decision engine/ordering=decision_first
 
 Boots the engine with PPX_PROFILE=1 (ppx/engine/passprof.py: the engine's own methods timed
 part by part, exclusive time, wall and thread CPU) on the decode load of bench_engine.py and
@@ -24,10 +25,10 @@ import _method
 BATCH, PROMPT = 8, 16
 
 
-def profile(pp: int, new: int) -> str:
+def profile(pp: int, new: int, extra: list[str]) -> str:
     os.environ["PPX_PROFILE"] = "1"  # inherited by the spawned ranks
     try:
-        s, run_dir = _common.run(*_common.decode_load(pp, BATCH, PROMPT, new))
+        s, run_dir = _common.run(*_common.decode_load(pp, BATCH, PROMPT, new), *extra)
     finally:
         del os.environ["PPX_PROFILE"]
     assert s["verdict"] == "served", s["reason"]
@@ -65,11 +66,15 @@ def main() -> None:
     ap.add_argument("--pp", type=int, nargs="+", default=[1, 3])
     ap.add_argument("--new", type=int, default=96, help="new tokens per request")
     ap.add_argument("--mode", default="decode", choices=["decode", "prefill", "all"])
+    ap.add_argument("--set", nargs="*", default=[], help="extra config overrides")
     args = ap.parse_args()
     _method.print_machine()
     for pp in args.pp:
-        run_dir = profile(pp, args.new)
-        print(f"\n=== pp={pp}: batch {BATCH}, prompt {PROMPT}, {args.new} new tokens ({run_dir})")
+        run_dir = profile(pp, args.new, args.set)
+        print(
+            f"\n=== pp={pp}: batch {BATCH}, prompt {PROMPT}, {args.new} new tokens "
+            f"{' '.join(args.set)} ({run_dir})"
+        )
         for path in sorted(glob.glob(os.path.join(run_dir, "ranks", "rank*.profile.json"))):
             table(path, args.mode)
 
