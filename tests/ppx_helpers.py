@@ -117,3 +117,16 @@ SKEW_400 = [
     "workload.max_new=8",
     "engine.livelock_passes=32",
 ]
+
+# two short shared prefixes, one request at a time: a small pool cannot keep both
+SHORT_PREFIXES = [
+    "workload.num_prefixes=2",
+    "workload.prefix_len=24",
+    "workload.num_requests=12",
+    "workload.concurrency=1",
+    "workload.max_new=8",
+    "engine.livelock_passes=24",
+]
+# rank 1's pool is too small to keep them; rank 0 keeps both, so rank 0 keeps telling a
+# prefix rank 1 no longer has (the README's `D`, family B of the admission matrix)
+SHORT_SKEW = ["faults=pool_skew", "faults.pool_tokens=64", *SHORT_PREFIXES]

@@ -12,22 +12,11 @@ import os
 import re
 
 import pandas as pd
-from ppx_helpers import outputs, shape
+from ppx_helpers import SHORT_SKEW, outputs, shape
 
 DF = ["pp=2", "engine/ordering=decision_first", "watch.stall_s=3"]
 SIM = ["engine.transport=sim", "explore.seed=0"]
-# rank 1's pool is too small to keep two short shared prefixes; rank 0 keeps both, so rank 0
-# keeps telling a prefix rank 1 no longer has
-SHORT = [
-    "faults=pool_skew",
-    "faults.pool_tokens=64",
-    "workload.num_prefixes=2",
-    "workload.prefix_len=24",
-    "workload.num_requests=12",
-    "workload.concurrency=1",
-    "workload.max_new=8",
-    "engine.livelock_passes=24",
-]
+SHORT = SHORT_SKEW
 
 
 def test_retraction_loop_livelocks_without_guard_and_serves_with_it(engine):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 import pandas as pd
-from ppx_helpers import SKEW_400
+from ppx_helpers import SHORT_PREFIXES, SKEW_400
 
 from ppx.engine.guard import UNRESOLVED, Guard
 
@@ -29,12 +29,7 @@ HEALS = SKEW_400
 HOST = [
     "faults=host_prefetch",
     "faults.pool_tokens=64",
-    "workload.num_prefixes=2",
-    "workload.prefix_len=24",
-    "workload.num_requests=12",
-    "workload.concurrency=1",
-    "workload.max_new=8",
-    "engine.livelock_passes=24",
+    *SHORT_PREFIXES,
     "engine.kv.host_tier=true",
     "engine.kv.prefetch_ms=[2,300]",
 ]

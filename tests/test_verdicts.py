@@ -7,6 +7,8 @@ failures: `timeout`, `straggler`, `livelocked` in the TP phase, and `crashed`.
 
 from __future__ import annotations
 
+from ppx_helpers import SHORT_SKEW
+
 TINY = ["+exp=micro_load", "engine.transport=gloo", "pp=2"]
 
 
@@ -43,14 +45,7 @@ def test_a_retraction_loop_in_the_tp_phase_livelocks(engine):
         "engine/ordering=decision_first",
         "engine/admission=decision",
         "engine/guard=off",
-        "faults=pool_skew",
-        "faults.pool_tokens=64",
-        "workload.num_prefixes=2",
-        "workload.prefix_len=24",
-        "workload.num_requests=12",
-        "workload.concurrency=1",
-        "workload.max_new=8",
-        "engine.livelock_passes=24",
+        *SHORT_SKEW,
         "flip=every_40_passes",
         "flip.every_passes=100000",
         "flip.start_phase=tp",
