@@ -22,11 +22,13 @@ def test_a_run_past_its_bound_is_a_timeout(engine):
 
 
 def test_a_rank_that_never_finishes_its_send_is_a_straggler(engine):
-    # rank 1 sleeps (computing, as far as anyone can tell) on its first proxy send: no
-    # progress, but not every rank blocked, so never a wedge; the bound ends it
+    # rank 0 sleeps (computing, as far as anyone can tell) on its first proxy send: no
+    # progress, but not every rank blocked, so never a wedge; the bound ends it. (At pp=2
+    # rank 1 is the last rank and sends no proxy: the delay must sit on rank 0.)
     s, _ = engine(
         *TINY,
         "faults=slow_rank",
+        "faults.delay_rank=0",
         "faults.delay_s=600",
         "watch.stall_s=1",
         "watch.max_run_s=5",
