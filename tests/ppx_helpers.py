@@ -130,3 +130,13 @@ SHORT_PREFIXES = [
 # rank 1's pool is too small to keep them; rank 0 keeps both, so rank 0 keeps telling a
 # prefix rank 1 no longer has (the README's `D`, family B of the admission matrix)
 SHORT_SKEW = ["faults=pool_skew", "faults.pool_tokens=64", *SHORT_PREFIXES]
+
+# rank 0 decides on the simulator, two ranks, the micro model: the base of the flip tests
+SIM_DECISION = [
+    "pp=2",
+    "model=micro",
+    "engine.transport=sim",
+    "engine/admission=decision",
+    "engine/ordering=decision_first",
+    "engine/guard=rid",
+]

@@ -10,14 +10,10 @@ Sim transport, pp=2, flips every 15 passes.
 from __future__ import annotations
 
 import pytest
+from ppx_helpers import SIM_DECISION
 
 FLIPS = [
-    "pp=2",
-    "model=micro",
-    "engine.transport=sim",
-    "engine/admission=decision",
-    "engine/ordering=decision_first",
-    "engine/guard=rid",
+    *SIM_DECISION,
     "workload.num_prefixes=2",
     "workload.prefix_len=24",
     "workload.num_requests=16",

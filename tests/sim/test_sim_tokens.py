@@ -5,7 +5,7 @@ clock (a killed rank, a slow link, host load-backs across flips) behave on virtu
 from __future__ import annotations
 
 import pytest
-from ppx_helpers import outputs
+from ppx_helpers import SIM_DECISION, outputs
 
 SMOKE = ["+exp=smoke", "workload.num_requests=12", "workload.max_new=8"]
 FLIP = [
@@ -62,12 +62,7 @@ def test_a_slow_link_serves_and_costs_virtual_time(engine):
 
 def test_host_loads_land_on_the_virtual_clock_across_flips(engine):
     s, _ = engine(
-        "pp=2",
-        "model=micro",
-        "engine.transport=sim",
-        "engine/admission=decision",
-        "engine/ordering=decision_first",
-        "engine/guard=rid",
+        *SIM_DECISION,
         "engine.kv.host_tier=true",
         "engine.kv.prefetch_ms=[1,200]",
         "engine.kv.pool_tokens=160",
