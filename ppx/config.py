@@ -53,6 +53,8 @@ class AdmissionCfg:
     on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
     told_scope: str = "pass"  # pass (#1063) | promise (#1059) | epoch (#1061): needs flips
     geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
+    reconcile: str = "slot"  # slot (#798) | scheduler (one scheduler-wide chunked pointer)
+    void: str = "requeue"  # requeue | keep (#797b pp_void_keeps_request)
 
 
 @dataclass
@@ -323,10 +325,6 @@ def validate(cfg: DictConfig) -> DictConfig:
                 f"engine.transport=nccl needs device=cuda and one CUDA device per rank "
                 f"(pp={pp}, found {torch.cuda.device_count()})"
             )
-    if merged.engine.width_check not in ("fingerprint", "rows"):
-        raise ConfigError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
-    if merged.engine.guard.name not in ("off", "rid", "prefix"):
-        raise ConfigError(f"engine.guard.name={merged.engine.guard.name!r}: off | rid | prefix")
     f = merged.faults
     from ppx.core import Kind
 

@@ -140,6 +140,36 @@ BRANCHES = {
         ],
         "row_authority never voids",
     ),
+    # sgl-project#798: a slot-blind reconcile needs two slots in flight to mean anything
+    "slot-blind reconcile with one slot": (
+        [
+            "pp=1",
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.reconcile=scheduler",
+        ],
+        "engine.admission.reconcile=scheduler needs two or more slots in flight: pp=1",
+    ),
+    "reconcile value": (
+        ["engine/admission=decision", "engine.admission.reconcile=slots"],
+        "engine.admission.reconcile='slots': slot | scheduler",
+    ),
+    "void value": (
+        ["engine/admission=decision", "engine.admission.void=drop"],
+        "engine.admission.void='drop': requeue | keep",
+    ),
+    "void=keep on rank_local": (
+        ["engine.admission.void=keep"],
+        "engine.admission.void=keep means nothing: engine/admission=rank_local",
+    ),
+    "slot-blind reconcile on row_authority": (
+        [
+            "engine/admission=row_authority",
+            "engine/ordering=decision_first",
+            "engine.admission.reconcile=scheduler",
+        ],
+        "engine.admission.reconcile=scheduler means nothing: engine/admission=row_authority",
+    ),
     "row_authority with a guard": (
         ["engine/admission=row_authority", "engine/ordering=decision_first", "engine/guard=rid"],
         "learns from retractions",
@@ -184,6 +214,12 @@ CLI = [
     (["engine.chunk_sise=8"], 1, "chunk_sise"),
     (["engine/admission=decison"], 1, "decison"),
     (["model.layers=10", "pp=3"], 2, "model.layers=10 is not divisible by pp=3"),
+    (
+        ["pp=1", "engine/admission=decision", "engine.admission.reconcile=scheduler"],
+        2,
+        "engine.admission.reconcile=scheduler needs two or more slots in flight: pp=1 runs one "
+        "slot, where the scheduler-wide pointer IS the slot's (sgl-project#798)",
+    ),
 ]
 
 
