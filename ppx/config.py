@@ -155,6 +155,7 @@ class WatchCfg:
     poll_s: float = 0.1
     progress_s: float = 2.0
     blocked_on: bool = True  # the blocked-on records + op ring (off only to measure their cost)
+    shutdown_grace_s: float = 15.0  # after the shutdown, ranks that neither leave nor progress
 
 
 @dataclass
@@ -269,6 +270,7 @@ def validate(cfg: DictConfig) -> DictConfig:
             "workload.prompt_min",
             "watch.stall_s",
             "watch.max_run_s",
+            "watch.shutdown_grace_s",
         ],
     )
     m, pp, tp = merged.model, merged.pp, merged.tp
