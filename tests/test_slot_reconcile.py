@@ -52,6 +52,10 @@ def test_red_slot_blind_and_keep_livelock_green_slot_and_requeue_serve(engine):
     assert red["verdict"] == "livelocked", red
     assert "consecutive voided passes" in red["reason"]
     assert red["ledger_violations"] == 0
+    # rank 0 kept the request at every void (rank 1's counters die with the stopped run;
+    # its misses are in the events below)
+    assert red["void_kept"] > 0, red
+    assert green["reconcile_misses"] == green["void_kept"] == green["reconcile_slot_answers"] == 0
     # the shape of boot_798: one rid, its continuation misses (-1 here: the sentinel reports
     # it unresolved) at more than one told, pass after pass
     miss = _continuing_misses(d, -1)
@@ -67,6 +71,10 @@ def test_the_slot_index_alone_is_the_fix_keep_stays(engine):
     for s in (fixed, blind_requeue):
         assert s["verdict"] == "served" and s["voids"] > 0, s
         assert s["oracle_mismatches"] == 0 and s["ledger_violations"] == 0
+    # a void's restore clobbered rank 1's pointer and the slot's own request answered
+    assert fixed["reconcile_slot_answers"] > 0 and fixed["reconcile_misses"] == 0, fixed
+    # the blind lookup missed too, but the void had re-queued the rid: it came back fresh
+    assert blind_requeue["reconcile_misses"] > 0 and blind_requeue["void_kept"] == 0
 
 
 def test_a_miss_read_as_zero_feeds_the_same_livelock(engine):

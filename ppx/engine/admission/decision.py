@@ -171,7 +171,7 @@ class DecisionPolicy(Policy):
         for e in entries:
             req = s.reqs[e.rid]
             if e.continues and req is not s.chunked:
-                s.chunked = req  # #798: the slot's snapshot answered; it is this pass's pointer
+                self.rec.repoint(s, req)
             if self.rederive and not self.rec.held_chunked(s, req, p.slot):
                 # the log's decision mode: truncate to told, then the adder derives both numbers
                 # again from this rank's own state, so a prefix its tree holds beyond told (or

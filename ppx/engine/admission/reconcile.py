@@ -37,7 +37,7 @@ class Reconciler:
     def __init__(self, reconcile: str = "slot", void: str = "requeue") -> None:
         self.slot_blind = reconcile == "scheduler"
         self.keep = void == "keep"
-        self.misses = self.kept = 0
+        self.misses = self.kept = self.slot_answers = 0
 
     def snapshot(self, s: Scheduler, slot: int) -> None:
         """At the top of a pass: what the slot's chunked pointer was before this pass placed
@@ -59,6 +59,12 @@ class Reconciler:
             and req not in s.waiting
             and req.computed < req.seq_len
         )
+
+    def repoint(self, s: Scheduler, req: Req) -> None:
+        """The slot's own request answered where the scheduler-wide pointer had been restored
+        to another slot's snapshot: it is this pass's chunked request again."""
+        self.slot_answers += 1
+        s.chunked = req
 
     def missed(self, s: Scheduler, req: Req, e: Entry, slot: int) -> bool:
         """The slot-blind lookup found `req` nowhere it reads: not the scheduler-wide chunked
@@ -94,7 +100,11 @@ class Reconciler:
         return requeued
 
     def counters(self) -> dict:
-        return {"reconcile_misses": self.misses, "void_kept": self.kept}
+        return {
+            "reconcile_misses": self.misses,
+            "reconcile_slot_answers": self.slot_answers,
+            "void_kept": self.kept,
+        }
 
 
 def validate(a, pp: int) -> None:
