@@ -43,7 +43,7 @@ def test_802_readiness_names_the_intermediate_hops_arc(engine):
     s, _ = engine(*SIM, FIRST, OCCUPANCY, "engine.readiness=true", "engine.readiness_budget_s=1.0")
     assert s["verdict"] == "stopped", s["reason"]
     assert s["reason"].startswith("readiness: rank1 waited 1.0s for output"), s["reason"]
-    assert "from rank0" in s["reason"]
+    assert "from rank0" in s["reason"] and "keyed this receive on its residents" in s["reason"]
 
 
 def test_1071_red_rank_local_void_unmatches_rank0_green_ring_serves(engine):

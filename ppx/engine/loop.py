@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ppx.core import Flag, Kind, Message, SlotBatch
+from ppx.core import Flag, Kind, Message, SlotBatch, StopRun
 from ppx.engine.board import F, Op
 from ppx.engine.codec import chain_message, decode_requests
 from ppx.engine.faults import corrupt_sampled
@@ -265,7 +265,13 @@ class PassSteps:
         the upstream relays only what it received. Nothing is owed here, so this blocks until
         the ring wedges (or readiness names this arc); whatever does arrive belongs to
         another batch."""
-        msg = self.ch.recv(self.prev, Kind.OUTPUT, slot, p.pass_id + 1 - self.num_slots)
+        try:
+            msg = self.ch.recv(self.prev, Kind.OUTPUT, slot, p.pass_id + 1 - self.num_slots)
+        except StopRun as e:  # readiness: say which predicate asked for the receive
+            raise StopRun(
+                f"{e}; rank{self.rank} keyed this receive on its residents, rank{self.prev} "
+                "relays only what it received (sgl-project#802)"
+            ) from None
         self.stop(
             f"output mismatch: rank{self.rank} slot={slot} holds residents but no batch in "
             f"flight and consumed the output of slot={msg.slot} pass={msg.pass_id}",
