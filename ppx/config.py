@@ -61,6 +61,8 @@ class AdmissionCfg:
 class OrderingCfg:
     name: str = "upstream"
     steps: list[Any] = field(default_factory=list)
+    output_recv: str = "relayed"  # relayed | occupancy (sgl-project#802); ppx/engine/ring.py
+    void_relay: str = "ring"  # ring | first_retracting (#797) | downstream (#1071)
 
 
 @dataclass
@@ -311,9 +313,11 @@ def validate(cfg: DictConfig) -> DictConfig:
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
     from ppx.engine.admission.validate import validate_protocol
+    from ppx.engine.ring import validate_ring
 
     try:
         validate_protocol(merged)
+        validate_ring(merged)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     if merged.engine.transport not in ("gloo", "nccl", "sim"):

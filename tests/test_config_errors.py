@@ -174,6 +174,32 @@ BRANCHES = {
         ["engine/admission=row_authority", "engine/ordering=decision_first", "engine/guard=rid"],
         "learns from retractions",
     ),
+    # the output ring's switches (ppx/engine/ring.py)
+    "output_recv=occupancy without an intermediate hop": (
+        ["pp=2", "engine.ordering.output_recv=occupancy"],
+        "engine.ordering.output_recv=occupancy needs an intermediate hop (pp >= 3)",
+    ),
+    "output_recv value": (
+        ["engine.ordering.output_recv=resident"],
+        "engine.ordering.output_recv='resident': relayed | occupancy",
+    ),
+    "void_relay value": (
+        ["engine.ordering.void_relay=none"],
+        "engine.ordering.void_relay='none': ring | first_retracting | downstream",
+    ),
+    "void_relay where nothing voids": (
+        ["engine.ordering.void_relay=first_retracting"],
+        "engine/admission=rank_local at pp=3 never voids one",
+    ),
+    "void_relay under forwarded on_refusal=stop": (
+        [
+            "engine/admission=forwarded",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=stop",
+            "engine.ordering.void_relay=downstream",
+        ],
+        "engine.ordering.void_relay=downstream needs a pipeline that voids passes",
+    ),
 }
 
 
@@ -219,6 +245,12 @@ CLI = [
         2,
         "engine.admission.reconcile=scheduler needs two or more slots in flight: pp=1 runs one "
         "slot, where the scheduler-wide pointer IS the slot's (sgl-project#798)",
+    ),
+    (
+        ["pp=2", "engine.ordering.output_recv=occupancy"],
+        2,
+        "engine.ordering.output_recv=occupancy needs an intermediate hop (pp >= 3): at pp=2 "
+        "every output receive is rank 0's or the last rank's",
     ),
 ]
 
