@@ -13,7 +13,8 @@ from ppx_helpers import ROOT, pids_alive, wait_serving
 
 from ppx.run import WANDB_WARNING
 
-SMALL = ["workload.num_requests=12", "workload.max_new=6", "workload.concurrency=6"]
+# the micro model: these tests are about processes, pools and the wire, not the model's cost
+SMALL = ["model=micro", "workload.num_requests=12", "workload.max_new=6", "workload.concurrency=6"]
 
 
 def test_smoke_pp3_serves_checks_and_records(ppx_run):
@@ -46,6 +47,7 @@ def test_pp_1_2_3_are_token_identical(ppx_run):
 def test_small_pool_evicts_and_keeps_the_ledger(ppx_run):
     proc, s, _ = ppx_run(
         "+exp=smoke",
+        "model=micro",
         "pp=2",
         "engine.kv.pool_tokens=260",
         "workload.num_prefixes=4",

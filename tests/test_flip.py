@@ -9,6 +9,7 @@ import pandas as pd
 from ppx_helpers import outputs
 
 LOAD = [
+    "model=micro",  # the flip's protocol, not the model's cost (12 heads shard over pp=2 and 3)
     "workload=shared_prefix",
     "workload.num_requests=24",
     "workload.concurrency=6",
