@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ppx_helpers import outputs
 
-PRESET = ["+exp=triton_cpu", "watch.stall_s=60"]  # a loaded CI box must not call it wedged
+PRESET = ["+exp=triton_cpu", "pp=2", "watch.stall_s=60"]  # a loaded CI box must not call it wedged
 
 
 def test_triton_preset_serves_and_matches_torch_tokens(engine):
