@@ -3,6 +3,8 @@
 - Arms run interleaved, one of each per round, the order reversed every other round
   (A B, B A, ...; three arms A B C, C B A, ...), so a drift in the machine's load hits every
   arm alike; each round's ratio is taken within that round.
+- One untimed warm-up round of every arm comes first (first calls pay for imports and
+  allocator growth).
 - The figure is the median of the per-round ratios with a distribution-free 95 % interval
   for that median from order statistics (the binomial sign-test interval): with n rounds,
   [r_(k), r_(n+1-k)] for the largest k with P(Bin(n, 1/2) < k) <= 2.5 %. It needs n >= 6;
@@ -38,9 +40,17 @@ def print_machine() -> None:
     print(machine())
 
 
-def interleave(arms: dict[str, Callable[[], float]], reps: int) -> dict[str, list[float]]:
+def interleave(
+    arms: dict[str, Callable[[], float]], reps: int, warmup: int = 1
+) -> dict[str, list[float]]:
     """Run every arm once per round, `reps` rounds; odd rounds run the arms in reverse order
-    (A B, B A, ...), so a load trend within a round does not always favour the same arm."""
+    (A B, B A, ...), so a load trend within a round does not always favour the same arm.
+    `warmup` untimed rounds come first: the first call of an arm pays for imports, page
+    faults and allocator growth (a bare round at 392 tok/s beside 860-880 in the rest)."""
+    for i in range(warmup):
+        for fn in arms.values():
+            fn()
+        print(f"  warm-up round {i + 1}/{warmup} (untimed)", flush=True)
     got: dict[str, list[float]] = {name: [] for name in arms}
     for i in range(reps):
         order = list(arms.items())

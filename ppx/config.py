@@ -53,12 +53,16 @@ class AdmissionCfg:
     on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
     told_scope: str = "pass"  # pass (#1063) | promise (#1059) | epoch (#1061): needs flips
     geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
+    reconcile: str = "slot"  # slot (#798) | scheduler (one scheduler-wide chunked pointer)
+    void: str = "requeue"  # requeue | keep (#797b pp_void_keeps_request)
 
 
 @dataclass
 class OrderingCfg:
     name: str = "upstream"
     steps: list[Any] = field(default_factory=list)
+    output_recv: str = "relayed"  # relayed | occupancy (sgl-project#802); ppx/engine/ring.py
+    void_relay: str = "ring"  # ring | first_retracting (#797) | downstream (#1071)
 
 
 @dataclass
@@ -153,6 +157,7 @@ class WatchCfg:
     poll_s: float = 0.1
     progress_s: float = 2.0
     blocked_on: bool = True  # the blocked-on records + op ring (off only to measure their cost)
+    shutdown_grace_s: float = 15.0  # after the shutdown, ranks that neither leave nor progress
 
 
 @dataclass
@@ -267,6 +272,7 @@ def validate(cfg: DictConfig) -> DictConfig:
             "workload.prompt_min",
             "watch.stall_s",
             "watch.max_run_s",
+            "watch.shutdown_grace_s",
         ],
     )
     m, pp, tp = merged.model, merged.pp, merged.tp
@@ -307,9 +313,11 @@ def validate(cfg: DictConfig) -> DictConfig:
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
     from ppx.engine.admission.validate import validate_protocol
+    from ppx.engine.ring import validate_ring
 
     try:
         validate_protocol(merged)
+        validate_ring(merged)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     if merged.engine.transport not in ("gloo", "nccl", "sim"):
@@ -323,10 +331,6 @@ def validate(cfg: DictConfig) -> DictConfig:
                 f"engine.transport=nccl needs device=cuda and one CUDA device per rank "
                 f"(pp={pp}, found {torch.cuda.device_count()})"
             )
-    if merged.engine.width_check not in ("fingerprint", "rows"):
-        raise ConfigError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
-    if merged.engine.guard.name not in ("off", "rid", "prefix"):
-        raise ConfigError(f"engine.guard.name={merged.engine.guard.name!r}: off | rid | prefix")
     f = merged.faults
     from ppx.core import Kind
 

@@ -23,7 +23,6 @@ from ppx.watch import postmortem
 from ppx.watch.watchdog import Watchdog
 
 METRICS_EVERY_S = 0.5
-SHUTDOWN_GRACE_S = 15.0
 
 
 def first_failure(crashed: list[tuple[int, dict]]) -> tuple[int, dict]:
@@ -268,7 +267,7 @@ class Supervisor:
                 elif now - booted > float(w.max_run_s):
                     verdict = "straggler" if wd.status == "straggler" else "timeout"
                     reason = f"watch.max_run_s={w.max_run_s} reached ({wd.status})"
-                elif self.driver.shutdown_sent and wd.stalled_for > SHUTDOWN_GRACE_S:
+                elif self.driver.shutdown_sent and wd.stalled_for > float(w.shutdown_grace_s):
                     verdict, reason = "crashed", "ranks did not leave after shutdown"
                 served = self.driver.count("served")
                 prog.maybe(

@@ -140,9 +140,65 @@ BRANCHES = {
         ],
         "row_authority never voids",
     ),
+    # sgl-project#798: a slot-blind reconcile needs two slots in flight to mean anything
+    "slot-blind reconcile with one slot": (
+        [
+            "pp=1",
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.reconcile=scheduler",
+        ],
+        "engine.admission.reconcile=scheduler needs two or more slots in flight: pp=1",
+    ),
+    "reconcile value": (
+        ["engine/admission=decision", "engine.admission.reconcile=slots"],
+        "engine.admission.reconcile='slots': slot | scheduler",
+    ),
+    "void value": (
+        ["engine/admission=decision", "engine.admission.void=drop"],
+        "engine.admission.void='drop': requeue | keep",
+    ),
+    "void=keep on rank_local": (
+        ["engine.admission.void=keep"],
+        "engine.admission.void=keep means nothing: engine/admission=rank_local",
+    ),
+    "slot-blind reconcile on row_authority": (
+        [
+            "engine/admission=row_authority",
+            "engine/ordering=decision_first",
+            "engine.admission.reconcile=scheduler",
+        ],
+        "engine.admission.reconcile=scheduler means nothing: engine/admission=row_authority",
+    ),
     "row_authority with a guard": (
         ["engine/admission=row_authority", "engine/ordering=decision_first", "engine/guard=rid"],
         "learns from retractions",
+    ),
+    # the output ring's switches (ppx/engine/ring.py)
+    "output_recv=occupancy without an intermediate hop": (
+        ["pp=2", "engine.ordering.output_recv=occupancy"],
+        "engine.ordering.output_recv=occupancy needs an intermediate hop (pp >= 3)",
+    ),
+    "output_recv value": (
+        ["engine.ordering.output_recv=resident"],
+        "engine.ordering.output_recv='resident': relayed | occupancy",
+    ),
+    "void_relay value": (
+        ["engine.ordering.void_relay=none"],
+        "engine.ordering.void_relay='none': ring | first_retracting | downstream",
+    ),
+    "void_relay where nothing voids": (
+        ["engine.ordering.void_relay=first_retracting"],
+        "engine/admission=rank_local at pp=3 never voids one",
+    ),
+    "void_relay under forwarded on_refusal=stop": (
+        [
+            "engine/admission=forwarded",
+            "engine/ordering=decision_first",
+            "engine.admission.on_refusal=stop",
+            "engine.ordering.void_relay=downstream",
+        ],
+        "engine.ordering.void_relay=downstream needs a pipeline that voids passes",
     ),
 }
 
@@ -184,6 +240,18 @@ CLI = [
     (["engine.chunk_sise=8"], 1, "chunk_sise"),
     (["engine/admission=decison"], 1, "decison"),
     (["model.layers=10", "pp=3"], 2, "model.layers=10 is not divisible by pp=3"),
+    (
+        ["pp=1", "engine/admission=decision", "engine.admission.reconcile=scheduler"],
+        2,
+        "engine.admission.reconcile=scheduler needs two or more slots in flight: pp=1 runs one "
+        "slot, where the scheduler-wide pointer IS the slot's (sgl-project#798)",
+    ),
+    (
+        ["pp=2", "engine.ordering.output_recv=occupancy"],
+        2,
+        "engine.ordering.output_recv=occupancy needs an intermediate hop (pp >= 3): at pp=2 "
+        "every output receive is rank 0's or the last rank's",
+    ),
 ]
 
 

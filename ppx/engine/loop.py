@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ppx.core import Flag, Kind, Message, SlotBatch
+from ppx.core import Flag, Kind, Message, SlotBatch, StopRun
 from ppx.engine.board import F, Op
 from ppx.engine.codec import chain_message, decode_requests
 from ppx.engine.faults import corrupt_sampled
+from ppx.engine.ring import owes_resident_output, relays
 
 STEPS = ("chain", "schedule", "decision", "launch", "output", "lap", "flush")
 
@@ -156,6 +157,8 @@ class PassSteps:
                     )
                     if step.flush:
                         self.ch.flush([Kind.PROXY], p.pass_id)
+                if self.cfg.engine.ordering.void_relay != "ring":
+                    self.void_here(p, b)  # #797 / #1071: this rank empties the slot itself
                 return
             if not self.check_proxy(p, msg):
                 return
@@ -198,8 +201,11 @@ class PassSteps:
         b = p.batch
         if self.is_last and b is not None:
             tokens = self.sampled.pop(p.pass_id, torch.zeros(0, dtype=torch.int64))
-            if b.voided and self.cfg.faults.drop_void_output:
-                pass  # faults: the pre-#797 bug, rank 0's output receive is never matched
+            if b.voided and (
+                self.cfg.faults.drop_void_output
+                or self.cfg.engine.ordering.void_relay == "downstream"
+            ):
+                pass  # the pre-#797 bug / #1071: rank 0's output receive is never matched
             elif b.voided:  # a void output keeps rank 0's output receive matched
                 obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
                 self.ch.send(
@@ -231,14 +237,18 @@ class PassSteps:
             self.ch.send(self.next, self.to_relay)
             self.to_relay = None
         nxt = (p.pass_id + 1) % self.num_slots
-        if self.sched.inflight[nxt] is None:
-            return
         want = self.sched.inflight[nxt]
+        o = self.cfg.engine.ordering
+        if want is None:
+            middle = not self.is_first and not self.is_last
+            if owes_resident_output(self.sched, nxt, middle, o.output_recv):
+                self.recv_resident_output(p, nxt)
+            return
         src = self.world - 1 if self.is_first else self.prev
         msg = self.ch.recv(
             src, Kind.OUTPUT, nxt, want.pass_id, width=len([e for e in want.entries if e.final])
         )
-        if not self.is_last:
+        if not self.is_last and relays(o.void_relay, msg, self.next):
             self.to_relay = Message(
                 Kind.OUTPUT,
                 msg.slot,
@@ -249,6 +259,34 @@ class PassSteps:
                 tensors=msg.tensors,
             )
         self.apply_output(nxt, want, msg, p)
+
+    def recv_resident_output(self, p: PassState, slot: int) -> None:
+        """sgl-project#802's intermediate hop: its receive keyed on the slot's residents while
+        the upstream relays only what it received. Nothing is owed here, so this blocks until
+        the ring wedges (or readiness names this arc); whatever does arrive belongs to
+        another batch."""
+        try:
+            msg = self.ch.recv(self.prev, Kind.OUTPUT, slot, p.pass_id + 1 - self.num_slots)
+        except StopRun as e:  # readiness: say which predicate asked for the receive
+            raise StopRun(
+                f"{e}; rank{self.rank} keyed this receive on its residents, rank{self.prev} "
+                "relays only what it received (sgl-project#802)"
+            ) from None
+        self.stop(
+            f"output mismatch: rank{self.rank} slot={slot} holds residents but no batch in "
+            f"flight and consumed the output of slot={msg.slot} pass={msg.pass_id}",
+            p,
+        )
+
+    def void_here(self, p: PassState, b: SlotBatch) -> None:
+        """A rank-local void: this rank re-queues the pass's requests now (residents stay in
+        the slot), instead of at the void output the ring would bring back."""
+        obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
+        none = torch.zeros(0, dtype=torch.int64)
+        void = Message(
+            Kind.OUTPUT, p.slot, p.pass_id, self.epoch, flags=Flag.VOID, tensors=[none, obs]
+        )
+        self.policy.absorb(p.slot, b, void, p)
 
     # -- lap / flush ----------------------------------------------------------------------
     def step_lap(self, p: PassState, step: Step) -> None:

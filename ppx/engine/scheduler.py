@@ -26,6 +26,8 @@ class Scheduler:
         self.running: list[list[Req]] = [[] for _ in range(num_slots)]
         self.inflight: list[SlotBatch | None] = [None] * num_slots
         self.chunked: Req | None = None  # at most one request mid-prefill per rank
+        # the chunked pointer as each slot's last pass found it (engine.admission.void=keep)
+        self.chunked_before: list[Req | None] = [None] * num_slots
         self.locs: dict[int, list[int]] = {}  # pass_id -> out_cache_loc of its batch
         self.prefill_tokens = 0
         self.cached_tokens = 0
@@ -223,14 +225,15 @@ class Scheduler:
         self.cache.release(req)
         del self.reqs[req.rid]
 
-    def void(self, batch: SlotBatch) -> list[Req]:
+    def void(self, batch: SlotBatch, keep: frozenset[int] | set[int] = frozenset()) -> list[Req]:
         """The pass ran nowhere: undo what this rank allocated but never computed and re-queue
         the pass's requests at the front (generated tokens kept, computed KV kept in the tree),
-        each exactly once. A request re-admitted since (a newer admit_seq) is left alone."""
+        each exactly once. A request re-admitted since (a newer admit_seq) is left alone, and
+        so is one in `keep` (parked in place, engine.admission.void=keep)."""
         requeued = []
         for e in reversed(batch.entries):
             req = self.reqs.get(e.rid)
-            if req is None or batch.incarnation.get(e.rid) != req.admit_seq:
+            if req is None or batch.incarnation.get(e.rid) != req.admit_seq or e.rid in keep:
                 continue
             if req.row >= 0:
                 self._rollback_unlaunched(req)
@@ -255,6 +258,15 @@ class Scheduler:
                 if b.mode == "prefill":
                     self.prefill_tokens -= e.extend_len
                 b.rolled.add(req.rid)
+
+    def park(self, req: Req, upto: int) -> None:
+        """Put a mid-prefill request back to `upto` computed tokens on this rank, in place:
+        chunks placed but not computed are rolled back, computed ones leave the request (the
+        tree keeps their KV), so every rank stands at the same number."""
+        self._rollback_unlaunched(req)
+        if req.computed > upto:
+            self.cache.truncate(req, upto)
+        req.slot = -1
 
     def requeue(self, req: Req) -> None:
         if self.trace is not None:

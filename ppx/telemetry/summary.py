@@ -21,6 +21,9 @@ GROUP_COUNTERS = [
     "told_rows_ignored_stale",
     "retracted_at_flip",
     "reprefill_tokens",
+    "reconcile_misses",  # engine.admission.reconcile=scheduler: a rid the lookup found nowhere
+    "reconcile_slot_answers",  # reconcile=slot: the slot's request answered a clobbered pointer
+    "void_kept",  # engine.admission.void=keep: voided members parked in place
 ]
 
 

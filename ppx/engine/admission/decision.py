@@ -15,6 +15,7 @@ import sys
 from ppx.core import Flag, Kind, Message, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
+from ppx.engine.admission.reconcile import Reconciler
 from ppx.engine.admission.told_rows import ToldRows
 from ppx.engine.board import F
 from ppx.engine.guard import POOL_SHORT, UNRESOLVED, Guard
@@ -39,6 +40,8 @@ class DecisionPolicy(Policy):
         # engine.admission.geometry: told (execute rank 0's lengths) | rederive (#791 slice 1)
         self.rederive = getattr(cfg.engine.admission, "geometry", "told") == "rederive"
         self.told_rows = ToldRows(getattr(cfg.engine.admission, "told_scope", "pass"))
+        a = cfg.engine.admission  # reconcile: slot | scheduler; void: requeue | keep (#798)
+        self.rec = Reconciler(getattr(a, "reconcile", "slot"), getattr(a, "void", "requeue"))
         self.void_streak: list[tuple[int, int, int]] = []
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
@@ -50,6 +53,7 @@ class DecisionPolicy(Policy):
         return self.guard.clamp(req.rid, req.tokens, local)
 
     def schedule(self, p) -> None:
+        self.rec.snapshot(self.sched, p.slot)
         if self.ctx.is_first:
             p.batch = self.local_prefill(p.slot, p.pass_id)
             b = p.batch
@@ -138,22 +142,26 @@ class DecisionPolicy(Policy):
                 ctx.stop(
                     f"decision names rid {e.rid} unknown to rank{ctx.rank} (pass {p.pass_id})", p
                 )
-            if e.continues != (req is s.chunked):
+            held = self.rec.held_chunked(s, req, p.slot)
+            missed = self.rec.missed(s, req, e, p.slot)
+            if e.continues != held and not missed:
                 # the continuation path obeys the decision too: a chunk that continues a
                 # prefill this rank never started (or a fresh admission of what this rank has
                 # mid-prefill) is a divergence, reported with what this rank holds
-                obs.append([ctx.rank, e.rid, e.prefix_len, req.computed if req is s.chunked else 0])
+                obs.append([ctx.rank, e.rid, e.prefix_len, req.computed if held else 0])
                 continue
-            if req is not s.chunked:
+            if not held:
                 self.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
                 self.told_rows.stamp(e.rid, e.prefix_len, ctx.epoch)
-            local = req.computed if req is s.chunked else self.local_match(req)
-            if local == UNRESOLVED and s.cache.tree_match(req.tokens) >= e.prefix_len:
+            local = UNRESOLVED if missed else req.computed if held else self.local_match(req)
+            if (
+                local == UNRESOLVED
+                and not missed
+                and s.cache.tree_match(req.tokens) >= e.prefix_len
+            ):
                 local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
             local = self.guard.read_miss(local)  # engine.guard.miss=zero: a false 0
-            ok = local != UNRESOLVED and (
-                local == e.prefix_len if req is s.chunked else local >= e.prefix_len
-            )
+            ok = local != UNRESOLVED and (local == e.prefix_len if held else local >= e.prefix_len)
             if not ok:
                 obs.append([ctx.rank, e.rid, e.prefix_len, local])
         if obs:
@@ -162,7 +170,9 @@ class DecisionPolicy(Policy):
         admitted, budget = [], s.chunk_size
         for e in entries:
             req = s.reqs[e.rid]
-            if self.rederive and req is not s.chunked:
+            if e.continues and req is not s.chunked:
+                self.rec.repoint(s, req)
+            if self.rederive and not self.rec.held_chunked(s, req, p.slot):
                 # the log's decision mode: truncate to told, then the adder derives both numbers
                 # again from this rank's own state, so a prefix its tree holds beyond told (or
                 # a host load that landed meanwhile) comes back (instr20: told 0, load-back
@@ -237,7 +247,7 @@ class DecisionPolicy(Policy):
             for _rank, rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
-        requeued = self.sched.void(batch)
+        requeued = self.rec.void(self.sched, batch)
         self.n["voids"] += 1
         ctx.board.add(F.VOIDS)
         ctx.events.emit(
@@ -291,5 +301,6 @@ class DecisionPolicy(Policy):
     def counters(self) -> dict:
         return {
             **self.n,
+            **self.rec.counters(),
             **(self.guard.counters() if self.ctx.is_first else self.told_rows.counters()),
         }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from ppx.engine.admission import reconcile
 from ppx.engine.admission.told_rows import SCOPES
 
 # which policy reads which switch: a switch set for a policy that ignores it is a config the
@@ -19,6 +20,10 @@ ON_REFUSAL = ("void", "stop")
 def validate_protocol(merged: DictConfig) -> None:
     """Raises ValueError naming the first switch that cannot mean anything here."""
     a, g = merged.engine.admission, merged.engine.guard
+    if merged.engine.width_check not in ("fingerprint", "rows"):
+        raise ValueError(f"engine.width_check={merged.engine.width_check!r}: fingerprint | rows")
+    if g.name not in ("off", "rid", "prefix"):
+        raise ValueError(f"engine.guard.name={g.name!r}: off | rid | prefix")
     if a.name == "row_authority":
         # the log's end state: rank 0's rows are the only truth, followers never retract,
         # an unexecutable row is a group STOP
@@ -70,6 +75,7 @@ def validate_protocol(merged: DictConfig) -> None:
                 else "has no told)"
             )
         )
+    reconcile.validate(a, int(merged.pp))
     if g.miss not in ("sentinel", "zero"):
         raise ValueError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
     if g.prefix_clear not in ("serve", "never"):

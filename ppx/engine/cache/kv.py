@@ -164,6 +164,23 @@ class KVCache:
         req.reserved += n
         self.reserved += n
 
+    def truncate(self, req: Req, upto: int) -> None:
+        """A computed chunk leaves the request (engine.admission.void=keep parks it): slots the
+        request owns beyond `upto` are freed, tree-owned ones stay in the tree, unlocked."""
+        row, tl = self.rows[req.rid], self.tree_len[req.rid]
+        n = len(row) - upto
+        self.free += row[max(tl, upto) :]
+        del row[upto:]
+        req.computed = upto
+        req.reserved += n
+        self.reserved += n
+        if tl > upto:
+            _, node = self.tree.match(req.tokens[:upto])
+            self.tree.lock(node)
+            self.tree.unlock(req.node)
+            req.node = node
+            self.tree_len[req.rid] = upto
+
     def commit(self, req: Req) -> None:
         """After this rank computed a chunk: hand the computed prefix to the tree so later
         requests reuse it. Our duplicates of tokens already present are freed and the row
