@@ -91,15 +91,15 @@ def execute(
 
 
 def triton_cpu_notice(cfg) -> str | None:
-    """Said before the run starts: triton on a CPU means the interpreter (measured on the
-    default model: 0 of 8 requests in 180 s; see docs/models.md)."""
+    """Said before the run starts: triton on a CPU means the interpreter, which runs each
+    kernel program in Python; `+exp=triton_cpu` is the run it serves in seconds (measured in
+    docs/models.md)."""
     if cfg.engine.kernels.name != "triton" or str(cfg.device) != "cpu":
         return None
     return (
         "ppx: engine/kernels=triton on cpu runs under the triton interpreter "
-        "(TRITON_INTERPRET=1), 100x or more slower per pass than engine/kernels=torch; use "
-        "model=micro with a few short requests (workload=random workload.num_requests=4 "
-        "workload.max_new=4) and a larger watch.max_run_s"
+        "(TRITON_INTERPRET=1), 100x or more slower per pass than engine/kernels=torch; "
+        "use +exp=triton_cpu (model=interp, 4 short requests), which serves in seconds"
     )
 
 

@@ -70,3 +70,24 @@ def test_empty_token_batch(ref, tri, device):
     x = torch.zeros(0, 16, device=device)
     assert tri.rms_norm(x, torch.ones(16, device=device), 1e-6).shape == (0, 16)
     assert tri.silu_and_mul(torch.zeros(0, 32, device=device)).shape == (0, 16)
+
+
+def test_many_rows_cross_row_tiles(ref, tri, device):
+    # 200 tokens: under the interpreter one program takes up to 128 rows (rows_per_program),
+    # so this is two programs, the second with a masked tail; on a GPU, 200 programs.
+    # (imported here: the `tri` fixture must have chosen interpreter vs compiled first)
+    from ppx.engine.kernels.triton_common import rows_per_program
+
+    t = 200
+    assert rows_per_program(t) == (128 if device == "cpu" else 1)
+    x = _randn(t, 48, dtype=torch.float32, device=device)
+    w = _randn(48, dtype=torch.float32, device=device, seed=1)
+    assert_kernel_close(tri.rms_norm(x, w, 1e-6), ref.rms_norm(x, w, 1e-6), what="rms_norm")
+    g = _randn(t, 2 * 40, dtype=torch.float32, device=device, seed=2)
+    assert_kernel_close(tri.silu_and_mul(g), ref.silu_and_mul(g), what="silu_and_mul")
+    q = _randn(t, 4, 16, dtype=torch.float32, device=device, seed=3)
+    k = _randn(t, 2, 16, dtype=torch.float32, device=device, seed=4)
+    pos = torch.arange(t, device=device) * 37
+    (qo, ko), (qr, kr) = tri.rope(q, k, pos, 10000.0), ref.rope(q, k, pos, 10000.0)
+    assert_kernel_close(qo, qr, what="rope q")
+    assert_kernel_close(ko, kr, what="rope k")

@@ -45,7 +45,7 @@ def decode_attention(
     kv_indptr: Tensor,
     kv_indices: Tensor,
     scale: float,
-    num_splits: int = 4,
+    num_splits: int | None = None,
 ) -> Tensor:
     del num_splits  # a triton tuning knob; the result does not depend on it
     lens = kv_indptr[1:] - kv_indptr[:-1]

@@ -115,7 +115,7 @@ def decode_attention(
     kv_indptr: Tensor,
     kv_indices: Tensor,
     scale: float,
-    num_splits: int = 4,
+    num_splits: int | None = None,
 ) -> Tensor:
     """One query per request over all of its KV slots. ``num_splits`` is a triton tuning knob
     and is ignored here: splitting does not change the mathematical result."""

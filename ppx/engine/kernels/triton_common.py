@@ -16,9 +16,32 @@ INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
 _INTERP: tl.constexpr = tl.constexpr(INTERPRET)
 
 
+def device_fn(fn):
+    """``@triton.jit`` for a helper the kernels call, except under the interpreter.
+
+    The interpreter re-patches the whole ``triton.language`` namespace (``inspect.getmembers``
+    over every module) on each call of a jit device function -- about 3 ms, several times the
+    helper's own work, paid per program per call. Interpreted kernels are plain Python, so
+    there the helper is called as a plain function instead (the kernel's launch has already
+    patched ``tl``); compiled kernels get the jit function exactly as before.
+    """
+    return fn if INTERPRET else triton.jit(fn)
+
+
 def block_size(n: int, minimum: int = 1) -> int:
     """Smallest power of two >= max(n, minimum); triton tiles must be powers of two."""
     return max(minimum, triton.next_power_of_2(max(int(n), 1)))
+
+
+def rows_per_program(n: int) -> int:
+    """Token rows one program of a per-token kernel (RMSNorm, RoPE, SiLU) handles.
+
+    One on the GPU, where a program per row fills the machine. Under the interpreter every
+    program costs milliseconds of Python whatever its tile size (numpy does the tile at
+    once), so a launch covers up to 128 rows in one program: a decode batch or a short
+    prefill is one program, and longer inputs still cross tiles (the masked tail).
+    """
+    return min(block_size(n), 128) if INTERPRET else 1
 
 
 def dot_precision(dtype: torch.dtype) -> str | None:
@@ -40,7 +63,18 @@ def attention_tile(dtype: torch.dtype) -> int:
     return 32 if dtype == torch.float32 else 64
 
 
-@triton.jit
+def decode_splits() -> int:
+    """KV splits per request of split-KV decode attention when the caller names none.
+
+    Four on the GPU, where splitting a long KV is what keeps a small decode batch from
+    leaving most of the machine idle. Two under the interpreter, where every program is
+    milliseconds of Python and occupancy means nothing: the cheapest count that still
+    sends every decode through the log-sum-exp merge of several partial results.
+    """
+    return 2 if INTERPRET else 4
+
+
+@device_fn
 def mma(a, b, PRECISION: tl.constexpr):
     """``a @ b`` with an fp32 accumulator.
 
@@ -55,7 +89,7 @@ def mma(a, b, PRECISION: tl.constexpr):
         return tl.dot(a, b, input_precision=PRECISION)
 
 
-@triton.jit
+@device_fn
 def cast_to(x, dtype: tl.constexpr):
     """``x.to(dtype)`` with round-to-nearest-even on every backend.
 

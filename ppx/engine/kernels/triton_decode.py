@@ -18,6 +18,7 @@ from ppx.engine.kernels.triton_common import (
     attention_tile,
     block_size,
     cast_to,
+    decode_splits,
     dot_precision,
     mma,
 )
@@ -125,14 +126,14 @@ def decode_attention(
     kv_indptr: Tensor,
     kv_indices: Tensor,
     scale: float,
-    num_splits: int = 4,
+    num_splits: int | None = None,
 ) -> Tensor:
     batch, nh, d = q.shape
     nkv = k_pool.shape[1]
     out = torch.empty_like(q)
     if batch == 0:
         return out
-    num_splits = max(1, int(num_splits))
+    num_splits = max(1, int(decode_splits() if num_splits is None else num_splits))
     q, k_pool, v_pool = (x if x.stride(-1) == 1 else x.contiguous() for x in (q, k_pool, v_pool))
     mid_o = torch.empty((batch, nh, num_splits, d), dtype=torch.float32, device=q.device)
     mid_lse = torch.empty((batch, nh, num_splits), dtype=torch.float32, device=q.device)

@@ -13,7 +13,7 @@ import triton.language as tl
 from torch import Tensor
 
 from ppx.engine.kernels.torch_ref import rope_inv_freq
-from ppx.engine.kernels.triton_common import block_size, cast_to
+from ppx.engine.kernels.triton_common import block_size, cast_to, rows_per_program
 
 
 def _last_dim_contiguous(x: Tensor) -> Tensor:
@@ -21,17 +21,20 @@ def _last_dim_contiguous(x: Tensor) -> Tensor:
 
 
 @triton.jit
-def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, stride_x, stride_out, H, eps, BLOCK_H: tl.constexpr):
-    # One program per row: the whole hidden dim fits in one tile, so the reduction and the
-    # scaling share a single read of x.
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_H)
-    mask = cols < H
-    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
-    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / H + eps)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    y = x * inv_rms * w
-    tl.store(out_ptr + row * stride_out + cols, cast_to(y, out_ptr.dtype.element_ty), mask=mask)
+def _rms_norm_kernel(
+    x_ptr, w_ptr, out_ptr, stride_x, stride_out, T, H, eps,
+    BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr,
+):  # fmt: skip
+    # BLOCK_T rows per program (see rows_per_program); the whole hidden dim fits in one tile,
+    # so the reduction and the scaling share a single read of x.
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)[:, None]
+    cols = tl.arange(0, BLOCK_H)[None, :]
+    mask = (rows < T) & (cols < H)
+    x = tl.load(x_ptr + rows * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / H + eps)
+    w = tl.load(w_ptr + cols, mask=cols < H, other=0.0).to(tl.float32)
+    y = x * inv_rms[:, None] * w
+    tl.store(out_ptr + rows * stride_out + cols, cast_to(y, out_ptr.dtype.element_ty), mask=mask)
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
@@ -40,10 +43,10 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
     out = torch.empty((t, h), dtype=x.dtype, device=x.device)
     if t == 0:
         return out
-    block = block_size(h)
-    _rms_norm_kernel[(t,)](
-        x, weight.contiguous(), out, x.stride(0), out.stride(0), h, float(eps),
-        BLOCK_H=block, num_warps=min(16, max(1, block // 256)),
+    block, rows = block_size(h), rows_per_program(t)
+    _rms_norm_kernel[(triton.cdiv(t, rows),)](
+        x, weight.contiguous(), out, x.stride(0), out.stride(0), t, h, float(eps),
+        BLOCK_T=rows, BLOCK_H=block, num_warps=min(16, max(1, block // 256)),
     )  # fmt: skip
     return out
 
@@ -52,16 +55,18 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 def _rope_kernel(
     x_ptr, out_ptr, cos_ptr, sin_ptr,
     stride_xt, stride_xh, stride_ot, stride_oh,
-    num_heads, HALF,
-    BLOCK_HEADS: tl.constexpr, BLOCK_HALF: tl.constexpr,
+    T, num_heads, HALF,
+    BLOCK_T: tl.constexpr, BLOCK_HEADS: tl.constexpr, BLOCK_HALF: tl.constexpr,
 ):  # fmt: skip
-    # One program per token rotates all of its heads with the same cos/sin row.
-    tok = tl.program_id(0).to(tl.int64)
-    heads = tl.arange(0, BLOCK_HEADS)[:, None]
-    cols = tl.arange(0, BLOCK_HALF)[None, :]
-    mask = (heads < num_heads) & (cols < HALF)
-    cos = tl.load(cos_ptr + tok * HALF + cols, mask=cols < HALF, other=0.0)
-    sin = tl.load(sin_ptr + tok * HALF + cols, mask=cols < HALF, other=0.0)
+    # BLOCK_T tokens per program (see rows_per_program); each token rotates all of its heads
+    # with the same cos/sin row.
+    tok = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)[:, None, None]
+    heads = tl.arange(0, BLOCK_HEADS)[None, :, None]
+    cols = tl.arange(0, BLOCK_HALF)[None, None, :]
+    row_mask = (tok < T) & (cols < HALF)
+    mask = row_mask & (heads < num_heads)
+    cos = tl.load(cos_ptr + tok * HALF + cols, mask=row_mask, other=0.0)
+    sin = tl.load(sin_ptr + tok * HALF + cols, mask=row_mask, other=0.0)
     src = x_ptr + tok * stride_xt + heads * stride_xh + cols
     x1 = tl.load(src, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(src + HALF, mask=mask, other=0.0).to(tl.float32)
@@ -77,10 +82,10 @@ def _rope_one(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     out = torch.empty((t, nh, d), dtype=x.dtype, device=x.device)
     if t == 0 or nh == 0:
         return out
-    half = d // 2
-    _rope_kernel[(t,)](
-        x, out, cos, sin, x.stride(0), x.stride(1), out.stride(0), out.stride(1), nh, half,
-        BLOCK_HEADS=block_size(nh), BLOCK_HALF=block_size(half),
+    half, rows = d // 2, rows_per_program(t)
+    _rope_kernel[(triton.cdiv(t, rows),)](
+        x, out, cos, sin, x.stride(0), x.stride(1), out.stride(0), out.stride(1), t, nh, half,
+        BLOCK_T=rows, BLOCK_HEADS=block_size(nh), BLOCK_HALF=block_size(half),
     )  # fmt: skip
     return out
 
@@ -97,14 +102,16 @@ def rope(q: Tensor, k: Tensor, positions: Tensor, theta: float) -> tuple[Tensor,
 
 
 @triton.jit
-def _silu_and_mul_kernel(x_ptr, out_ptr, stride_x, stride_out, INTER, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < INTER
-    gate = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
-    up = tl.load(x_ptr + row * stride_x + INTER + cols, mask=mask, other=0.0).to(tl.float32)
+def _silu_and_mul_kernel(
+    x_ptr, out_ptr, stride_x, stride_out, T, INTER, BLOCK_T: tl.constexpr, BLOCK: tl.constexpr
+):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)[:, None]
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)[None, :]
+    mask = (rows < T) & (cols < INTER)
+    gate = tl.load(x_ptr + rows * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    up = tl.load(x_ptr + rows * stride_x + INTER + cols, mask=mask, other=0.0).to(tl.float32)
     y = gate * tl.sigmoid(gate) * up
-    tl.store(out_ptr + row * stride_out + cols, cast_to(y, out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + rows * stride_out + cols, cast_to(y, out_ptr.dtype.element_ty), mask=mask)
 
 
 def silu_and_mul(x: Tensor) -> Tensor:
@@ -114,8 +121,8 @@ def silu_and_mul(x: Tensor) -> Tensor:
     out = torch.empty((t, inter), dtype=x.dtype, device=x.device)
     if t == 0 or inter == 0:
         return out
-    block = min(block_size(inter), 1024)
-    _silu_and_mul_kernel[(t, triton.cdiv(inter, block))](
-        x, out, x.stride(0), out.stride(0), inter, BLOCK=block
+    block, rows = min(block_size(inter), 1024), rows_per_program(t)
+    _silu_and_mul_kernel[(triton.cdiv(t, rows), triton.cdiv(inter, block))](
+        x, out, x.stride(0), out.stride(0), t, inter, BLOCK_T=rows, BLOCK=block
     )
     return out
