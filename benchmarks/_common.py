@@ -14,7 +14,7 @@ def compose(*overrides: str):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from ppx.config import validate
+    from ppx.validation import validate
 
     with initialize_config_dir(config_dir=os.path.join(ROOT, "conf"), version_base=None):
         return validate(hydra_compose(config_name="config", overrides=["logger=none", *overrides]))

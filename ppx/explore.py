@@ -16,7 +16,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
 
-from ppx.config import ConfigError, validate
+from ppx.config import ConfigError
+from ppx.validation import validate
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base=None)

@@ -16,7 +16,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ppx.config import ConfigError, validate
+from ppx.config import ConfigError
+from ppx.validation import validate
 
 WANDB_WARNING = "ppx: warning: W&B logging failed (the run store is complete): "
 

@@ -71,7 +71,7 @@ def compose(*overrides: str):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from ppx.config import validate
+    from ppx.validation import validate
 
     with initialize_config_dir(config_dir=os.path.join(ROOT, "conf"), version_base=None):
         cfg = hydra_compose(config_name="config", overrides=list(overrides))

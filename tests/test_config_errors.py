@@ -1,6 +1,6 @@
 """Bad input: one clear error line naming the problem, exit 2, nothing spawned.
 
-`BRANCHES` has one case per branch of `ppx.config.validate()` (and `validate_explore`),
+`BRANCHES` has one case per branch of `ppx.validation.validate()` (and `validate_explore`),
 checked in-process against the message; a few of them also go through the CLI as a user
 would type them, for the exit code and the "nothing spawned" half.
 """
@@ -269,7 +269,8 @@ def test_bad_config_on_the_cli_exits_and_spawns_nothing(ppx_run, overrides, code
 def test_a_good_config_comes_back_merged_onto_the_schema():
     from omegaconf import OmegaConf
 
-    from ppx.config import WatchCfg, validate
+    from ppx.config import WatchCfg
+    from ppx.validation import validate
 
     steps = ["chain", "schedule", "launch", "output", "flush"]
     cfg = validate(OmegaConf.create({"pp": 4, "engine": {"ordering": {"steps": steps}}}))

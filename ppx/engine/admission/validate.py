@@ -1,7 +1,7 @@
 """Protocol switches that cannot mean anything together are refused before anything spawns.
 
 Each check raises a ValueError of one line naming the switch, the value and why;
-`ppx.config.validate` turns it into a ConfigError (exit 2). The engine does not import the
+`ppx.validation.validate` turns it into a ConfigError (exit 2). The engine does not import the
 config layer.
 """
 
