@@ -18,7 +18,6 @@ from ppx.engine.channels import Channels
 from ppx.engine.transport.gloo import GlooTransport
 
 MARK = F.TOKENS  # rank 0 sets it on the board when its flush returned
-PEER_WAIT_S = 3.0
 
 
 class _Done:
@@ -40,12 +39,30 @@ class EagerGloo(GlooTransport):
         return _Done()
 
 
-def flush_worker(rank, world, port, board_path, out_path, rendezvous_sends: bool):
+class SlowTaker(Channels):
+    """A consumer that reads the header at once but takes the payload only once rank 0's
+    flush returned (or after `hold_s`): the window between the two is where a flush that
+    trusts eager sends returns early, so the red arm's reading is not a race."""
+
+    def __init__(self, *args, hold_s: float, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.hold_s = hold_s
+
+    def _pull(self, src, msg, metas):
+        deadline = time.time() + self.hold_s
+        while int(self.board.board.fields(0)[MARK]) == 0 and time.time() < deadline:
+            time.sleep(0.01)
+        return super()._pull(src, msg, metas)
+
+
+def flush_worker(
+    rank, world, port, board_path, out_path, rendezvous_sends: bool, peer_wait_s: float
+):
     torch.set_num_threads(1)
     board = RankBoard(Board(board_path, world), rank)
     t = EagerGloo(rank, world, port, rendezvous_sends)
-    ch = Channels(rank, world, t, board)
     if rank == 0:
+        ch = Channels(rank, world, t, board)
         ch.send(1, Message(Kind.PROXY, slot=0, pass_id=3, tensors=[torch.ones(2, 4)]))
         ch.flush([Kind.PROXY], pass_id=3)
         result = {"peer_consumed_at_flush_return": board.peer_consumed(1, Kind.PROXY)}
@@ -53,10 +70,7 @@ def flush_worker(rank, world, port, board_path, out_path, rendezvous_sends: bool
         for w in t.works:
             w.wait()
     else:
-        # the peer takes its time: it receives once rank 0's flush returned, or after a while
-        deadline = time.time() + PEER_WAIT_S
-        while int(board.board.fields(0)[MARK]) == 0 and time.time() < deadline:
-            time.sleep(0.01)
+        ch = SlowTaker(rank, world, t, board, hold_s=peer_wait_s)  # 3 s green, 60 s red
         msg = ch.recv(0, Kind.PROXY, slot=0, pass_id=3)
         result = {"shape": list(msg.tensors[0].shape)}
     with open(out_path % rank, "w") as f:

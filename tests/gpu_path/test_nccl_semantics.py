@@ -84,6 +84,13 @@ def test_nccl_transport_declares_non_rendezvous_sends() -> None:
 
 
 def _flush_run(tmp_path, rendezvous_sends: bool) -> tuple[dict, list[dict]]:
+    # The peer reads the header at once and takes the payload only after rank 0's flush
+    # returned. Green (the flush waits for the payload's consumption): rank 0 sits in the
+    # flush until the peer gives up holding after 3 s. Red (eager sends taken for
+    # rendezvous): the flush returns after the header, the peer holds until rank 0 read the
+    # counter. (Before, the peer took header and payload together after a fixed 3 s: the
+    # red arm's reading raced the payload's consumption and failed one suite run in ~5.)
+    peer_wait_s = 60.0 if rendezvous_sends else 3.0
     board_path = str(tmp_path / "board.bin")
     board = Board(board_path, 2, create=True)
     out = str(tmp_path / "out%d.json")
@@ -91,7 +98,7 @@ def _flush_run(tmp_path, rendezvous_sends: bool) -> tuple[dict, list[dict]]:
     procs = [
         ctx.Process(
             target=eager_procs.flush_worker,
-            args=(r, 2, port, board_path, out, rendezvous_sends),
+            args=(r, 2, port, board_path, out, rendezvous_sends, peer_wait_s),
             daemon=True,
         )
         for r in range(2)
