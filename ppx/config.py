@@ -98,6 +98,9 @@ class EngineCfg:
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
     transport: str = "gloo"  # gloo | nccl (one GPU per rank) | sim (one process, deterministic)
+    # forkserver: ranks forked from one process that imported the engine once | spawn: a fresh
+    # interpreter per rank (what a planted sitecustomize needs)
+    start_method: str = "forkserver"
     width_check: str = "fingerprint"  # fingerprint (rows + rids/extend lengths) | rows
 
 

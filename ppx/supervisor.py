@@ -57,7 +57,14 @@ class Supervisor:
         # resolve; the ranks are plain spawn children
         if mp.get_start_method(allow_none=True) not in (None, "spawn", "fork", "forkserver"):
             mp.set_start_method("spawn", force=True)
-        ctx = mp.get_context("spawn")
+        method = str(typed.engine.start_method)
+        ctx = mp.get_context(method)
+        if method == "forkserver":
+            # the forkserver imports the engine (torch) once per supervisor process, and every
+            # rank is a fork of that clean state: a rank boots in tens of ms instead of a fresh
+            # interpreter's seconds. Never `fork` the supervisor itself: it runs threads (queue
+            # feeders, W&B), and a fork copies their locks mid-flight.
+            ctx.set_forkserver_preload(["ppx.engine.rank"])
         self.in_q, self.out_q = ctx.Queue(), ctx.Queue()
         port = free_port()
         self.procs = []
@@ -83,6 +90,7 @@ class Supervisor:
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
                 store=spec,
+                env=dict(os.environ) if method == "forkserver" else None,
             )
             p = ctx.Process(target=rank_main, args=(a,), name=f"ppx-rank{r}", daemon=True)
             p.start()

@@ -97,6 +97,8 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(str(e)) from None
     if merged.engine.transport not in ("gloo", "nccl", "sim"):
         raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl | sim")
+    if merged.engine.start_method not in ("forkserver", "spawn"):
+        raise ConfigError(f"engine.start_method={merged.engine.start_method!r}: forkserver | spawn")
     validate_explore(merged)
     if merged.engine.transport == "nccl":
         import torch

@@ -16,6 +16,9 @@ import textwrap
 import pytest
 
 GLOO = ["+exp=micro_load", "engine.transport=gloo", "pp=2", "workload.num_requests=4"]
+# the plant runs at interpreter start-up, so each rank must be a fresh interpreter: a
+# forkserver child is a fork of a process that started before the plant existed
+PLANTED = [*GLOO, "engine.start_method=spawn"]
 
 RAISE_IN_RANK1 = """
     import ppx.engine.rank as rank_mod
@@ -75,7 +78,7 @@ def plant(tmp_path, monkeypatch):
 
 def test_an_exception_in_a_spawned_rank_is_crashed_naming_that_rank(engine, plant):
     plant(RAISE_IN_RANK1)
-    s, _ = engine(*GLOO)
+    s, _ = engine(*PLANTED)
     assert s["verdict"] == "crashed"
     # the first failure, not rank 0's secondary "Connection closed by peer"
     assert s["reason"] == "rank1: RuntimeError: planted in rank 1"
@@ -84,8 +87,21 @@ def test_an_exception_in_a_spawned_rank_is_crashed_naming_that_rank(engine, plan
 
 def test_ranks_that_do_not_leave_after_the_shutdown_are_crashed_and_killed(engine, plant):
     plant(NEVER_LEAVE)
-    s, d = engine(*GLOO, "watch.shutdown_grace_s=2")
+    s, d = engine(*PLANTED, "watch.shutdown_grace_s=2")
     # every request was served; what failed is the ranks' exit, and the teardown still
     # reaps them (the fixture asserts no rank pid outlives the run)
     assert (s["verdict"], s["reason"]) == ("crashed", "ranks did not leave after shutdown")
     assert s["served"] == s["submitted"] == 4
+
+
+def test_a_forkserver_rank_sees_the_environment_of_its_run_not_of_the_first_run(
+    engine, monkeypatch
+):
+    # the first run starts the forkserver (once per process); PPX_DEBUG is set only after it
+    s, _ = engine(*GLOO)
+    assert s["verdict"] == "served"
+    monkeypatch.setenv("PPX_DEBUG", "1")
+    s, d = engine(*GLOO)
+    assert s["verdict"] == "served"
+    with open(os.path.join(d, "ranks", "rank0.log")) as f:
+        assert "[trace rank0" in f.read()  # the debug tracer, switched on by this run's env

@@ -11,9 +11,11 @@ from __future__ import annotations
 import ctypes
 import faulthandler
 import json
+import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +41,10 @@ if TYPE_CHECKING:
     from ppx.config import PPXConfig
     from ppx.launch.store import StoreSpec
 
-DEBUG = os.environ.get("PPX_DEBUG") == "1"
+
+def _debug() -> bool:
+    # read when a rank starts, not at import: a forkserver imports this module once for all runs
+    return os.environ.get("PPX_DEBUG") == "1"
 
 
 @dataclass
@@ -55,6 +60,10 @@ class RankArgs:
     out_q: object = None
     shared_models: dict | None = None  # the simulator's: models kept across runs in-process
     store: StoreSpec | None = None  # under torchrun: rendezvous through its c10d store
+    # forkserver only: the supervisor's environment when it started this rank (a forkserver
+    # child inherits the forkserver's, which is as old as the process's first run; a spawn
+    # child inherits the current one by itself)
+    env: dict[str, str] | None = None
 
 
 def _die_with_parent() -> None:
@@ -63,6 +72,16 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+    supervisor = mp.parent_process()
+    if supervisor is not None and supervisor.pid != os.getppid():
+        # a forkserver child: the kernel's parent is the forkserver, which lives as long as
+        # any of its children does (each holds its liveness pipe), so the signal above would
+        # never come. The supervisor's own pipe reads EOF the moment it dies.
+        def watch() -> None:
+            supervisor.join()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        threading.Thread(target=watch, name="ppx-supervisor-watch", daemon=True).start()
 
 
 class RankLoop(PassSteps):
@@ -92,7 +111,9 @@ class RankLoop(PassSteps):
             ctx.is_last,
         )
         self.steps = parse_ordering(list(cfg.engine.ordering.steps))
-        self.planner = Planner(ctx, self.device, self._tracer() if DEBUG else None, a.shared_models)
+        self.debug = _debug()
+        tracer = self._tracer() if self.debug else None
+        self.planner = Planner(ctx, self.device, tracer, a.shared_models)
         self.planner.switch(cfg.flip.start_phase if cfg.flip.enabled else "pp")
         self.policy = make_policy(cfg.engine.admission.name, ctx)
         self.flip = FlipControl(ctx, self.planner.switch)
@@ -193,7 +214,7 @@ class RankLoop(PassSteps):
 
     def after_pass(self, pass_id: int, was_idle: bool) -> bool:
         """Bookkeeping between passes: board gauges, the token stream, the idle ledger check."""
-        if DEBUG and self.sched.limbo():
+        if self.debug and self.sched.limbo():
             raise AssertionError(
                 f"pass {pass_id} ({self.phase}): requests in limbo {self.sched.limbo()}"
             )
@@ -294,6 +315,9 @@ def write_report(a: RankArgs, report: dict) -> None:
 
 def rank_main(a: RankArgs) -> None:
     """The rank process (gloo / nccl)."""
+    if a.env is not None:
+        os.environ.clear()
+        os.environ.update(a.env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     _die_with_parent()
     # everything the rank prints (warnings, gloo's own messages) goes to its log in the run dir
