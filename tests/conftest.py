@@ -7,6 +7,13 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# triton fixes interpret vs compile for its own library at its first import, and a test file
+# (transformers, torch internals) may import it before the kernel tests ask for the
+# interpreter: under xdist any file can run first in a worker. The CPU tests want the
+# interpreter, so it is in place before anything imports triton.
+if not os.environ.get("PPX_TEST_DEVICE", "cpu").startswith("cuda"):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 from ppx_helpers import pids_alive, run_ppx  # noqa: E402
 
 

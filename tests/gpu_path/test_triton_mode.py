@@ -39,6 +39,9 @@ def _py(code: str) -> subprocess.CompletedProcess:
 )
 def test_mode_follows_the_device(monkeypatch, device, env, mode) -> None:
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    # the env below is the user's: an earlier test in this process may have loaded the kernels
+    # (and recorded the value ppx itself wrote)
+    monkeypatch.setattr("ppx.engine.kernels.registry._SET_BY_US", [None])
     if env is None:
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     else:

@@ -87,6 +87,7 @@ def _triton_kernels(mode: str) -> Kernels:
             f"triton kernels were loaded {have} in this process; {mode} kernels (for tensors on "
             f"another device) need a fresh process"
         )
+    _check_triton_library(mode)
     os.environ["TRITON_INTERPRET"] = _SET_BY_US[0] = "1" if mode == "interpret" else "0"
     from ppx.engine.kernels import (
         triton_attention,
@@ -103,6 +104,23 @@ def _triton_kernels(mode: str) -> Kernels:
         extend_attention=triton_attention.extend_attention,
         decode_attention=triton_decode.decode_attention,
     )
+
+
+def _check_triton_library(mode: str) -> None:
+    """triton's own library (`tl.cumsum`, ...) is decorated when `triton` is first imported:
+    imported before TRITON_INTERPRET=1 (by another library, or an earlier test in the same
+    process), our interpreted kernels would fail inside the interpreter with "Cannot call
+    @triton.jit'd outside of the scope of a kernel". Say so instead."""
+    triton = sys.modules.get("triton")
+    if triton is None:
+        return
+    have = type(triton.language.standard.cumsum).__name__ == "InterpretedFunction"
+    if have != (mode == "interpret"):
+        raise RuntimeError(
+            f"triton was imported in this process {'with' if have else 'without'} "
+            f"TRITON_INTERPRET=1 before ppx asked for {mode} kernels; set TRITON_INTERPRET "
+            "before the first triton import, or use a fresh process"
+        )
 
 
 _CACHE: dict[tuple[str, str], Kernels] = {}
