@@ -32,7 +32,7 @@ class ToldRows:
         self.scope, self.epoch_advance = scope, epoch_advance
         self.rows: dict[int, tuple[int, int]] = {}  # rid -> (told, decided epoch)
         self.applied = self.ignored_stale = 0
-        self.retract_seen = self.cleared_at_retract = 0
+        self.cleared_at_retract = 0
 
     def stamp(self, rid: int, told: int, epoch: int) -> None:
         if self.scope != "pass":
@@ -73,7 +73,6 @@ class ToldRows:
         """The retract chokepoint (every re-queue passes it): `epoch_retract` clears the row
         here, which is group-uniform because every rank retracts the same rid at the same
         pass (the log: one `RETRACT site=readmit_seam_residents` per rank, same rid)."""
-        self.retract_seen += 1
         if self.scope == "epoch_retract" and self.rows.pop(rid, None) is not None:
             self.cleared_at_retract += 1
 
