@@ -49,7 +49,8 @@ class WorkloadCfg:
 class AdmissionCfg:
     name: str = "rank_local"
     on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
-    told_scope: str = "pass"  # pass (#1063) | promise (#1059) | epoch (#1061): needs flips
+    # pass (#1063) | promise (#1059) | epoch (#1061) | epoch_retract (#1061b): needs flips
+    told_scope: str = "pass"
     geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
     reconcile: str = "slot"  # slot (#798) | scheduler (one scheduler-wide chunked pointer)
     void: str = "requeue"  # requeue | keep (#797b pp_void_keeps_request)
@@ -113,6 +114,9 @@ class FlipCfg:
     start_phase: str = "pp"
     inflight: str = "drain"  # drain | void
     max_flips: int = 0  # 0 = unbounded
+    # when the epoch moves: release (before the residents' re-admission) | completion (after
+    # it: the log's clock, sgl-project#1061b); read only by a told row (told_scope)
+    epoch_advance: str = "release"
 
 
 @dataclass

@@ -124,6 +124,31 @@ BRANCHES = {
         ],
         "told_scope=promise means nothing without flips",
     ),
+    # sgl-project#1061b: the epoch's clock at a cutover, and the retract clear
+    "epoch_advance value": (
+        ["flip=every_40_passes", "flip.epoch_advance=never"],
+        "flip.epoch_advance='never': release | completion",
+    ),
+    "epoch_advance=completion without flips": (
+        ["flip.epoch_advance=completion"],
+        "flip.epoch_advance=completion means nothing without flips",
+    ),
+    "epoch_advance=completion with no told row to read it": (
+        ["flip=every_40_passes", "flip.epoch_advance=completion"],
+        "and engine.admission.told_scope=pass stamps none",
+    ),
+    "epoch_retract without flips": (
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "engine.admission.told_scope=epoch_retract",
+        ],
+        "told_scope=epoch_retract means nothing without flips",
+    ),
+    "epoch_retract on rank_local": (
+        ["flip=every_40_passes", "engine.admission.told_scope=epoch_retract"],
+        "told_scope=epoch_retract needs a decision to stamp",
+    ),
     "geometry=rederive on forwarded": (
         [
             "engine/admission=forwarded",

@@ -4,8 +4,13 @@ Rank 0 decides a flip from the schedule and announces it in-band (on the chain i
 phase, in the batch broadcast in the TP phase), so every rank sees it at the same pass. The
 cutover: stop admitting, drain (or void) the slots in flight, retract the residents to the
 waiting queue keeping their generated tokens, release the KV (the layout changes), switch
-the execution plan, advance the epoch, check that every rank holds the same epoch (a desync
-is a named stop), resume.
+the execution plan, re-admit the residents, advance the epoch, check that every rank holds the
+same epoch (a desync is a named stop), resume.
+
+`flip.epoch_advance`: `release` (default) advances the epoch as the residents are released,
+before their re-admission; `completion` is the log's clock (`PhaseFlipRuntime._epoch` moves
+at cutover completion), after it, so the re-admission runs inside the old epoch
+(sgl-project#1061b). Only a told row applied at the re-admission can tell them apart.
 """
 
 from __future__ import annotations
@@ -24,14 +29,21 @@ PHASES = ("pp", "tp")
 
 
 class FlipControl:
-    def __init__(self, ctx: RankContext, switch_plan: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        ctx: RankContext,
+        switch_plan: Callable[[str], None],
+        readmit: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.ctx, self.switch_plan = ctx, switch_plan
+        self.readmit = readmit  # (rid, local): a told row may apply at the re-admission
         self.clock = ctx.t.now  # wall time, or the simulator's virtual time
         f = ctx.cfg.flip
         self.enabled = bool(f.enabled)
         self.every_s, self.every_passes = float(f.every_s), int(f.every_passes)
         self.inflight_mode = str(f.inflight)
         self.max_flips = int(f.max_flips)
+        self.advance_at_release = str(getattr(f, "epoch_advance", "release")) == "release"
         self.desync_rank = int(ctx.cfg.faults.epoch_desync_rank)
         self.last_cutover_t = self.clock()
         self.last_cutover_pass = 0
@@ -95,10 +107,17 @@ class FlipControl:
         if s.cache.host is not None:  # the released tree goes to the host tier of this layout
             s.cache.tree.evict(s.cache.tree.size, s.cache.host.save)
         target = self.target
+        if self.advance_at_release:
+            self.advance_epoch()
         self.switch_plan(target)
-        ctx.epoch += 1
-        if ctx.rank == self.desync_rank and self.flips == 0:
-            ctx.epoch += 1  # faults.epoch_desync_rank: this rank miscounts its first cutover
+        if self.readmit is not None:
+            # the re-admission into the new layout's queue, where the log applied the told
+            # row (`_add_request_to_queue`): the new tree holds what it holds (nothing, unless
+            # a host tier loads it back)
+            for req in residents:
+                self.readmit(req.rid, ctx.sched.cache.tree_match(req.tokens))
+        if not self.advance_at_release:
+            self.advance_epoch()
         self.check_epochs(pass_id)
         ms = (self.clock() - self.announced_t) * 1e3
         self.cutover_ms.append(ms)
@@ -116,6 +135,12 @@ class FlipControl:
             ctx.epoch,
             f"now {target}; cutover_ms={ms:.1f} retracted={len(residents)}",
         )
+
+    def advance_epoch(self) -> None:
+        ctx = self.ctx
+        ctx.epoch += 1
+        if ctx.rank == self.desync_rank and self.flips == 0:
+            ctx.epoch += 1  # faults.epoch_desync_rank: this rank miscounts its first cutover
 
     def check_epochs(self, pass_id: int) -> None:
         ctx = self.ctx

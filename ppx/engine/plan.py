@@ -96,5 +96,6 @@ class Planner:
             s = old.sched
             sched.waiting, sched.reqs = s.waiting, s.reqs
             sched.cached_tokens, sched.prefill_tokens = s.cached_tokens, s.prefill_tokens
+            sched.on_requeue = s.on_requeue
         ctx.plan = Plan(phase, model, cache, sched, num_slots)
         ctx.board.set(F.PHASE, 0 if phase == "pp" else 1)

@@ -116,7 +116,7 @@ class RankLoop(PassSteps):
         self.planner = Planner(ctx, self.device, tracer, a.shared_models)
         self.planner.switch(cfg.flip.start_phase if cfg.flip.enabled else "pp")
         self.policy = make_policy(cfg.engine.admission.name, ctx)
-        self.flip = FlipControl(ctx, self.planner.switch)
+        self.flip = FlipControl(ctx, self.planner.switch, self.policy.readmit_told_row)
         mx = cfg.model.max_context
         self.intake = (
             Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if self.is_first else None

@@ -34,6 +34,9 @@ class Scheduler:
         self.paused = False  # a flip is draining: nothing new is scheduled
         self.lifo = False  # faults.lifo_rank: this rank scans its queue newest-first
         self.trace = None  # PPX_DEBUG=1: a callable that logs request moves
+        # the retract chokepoint: every re-queue (void, cutover, TP void) reports the rid
+        # (engine.admission.told_scope=epoch_retract clears the request's told row there)
+        self.on_requeue = None
         self.eos: frozenset[int] = frozenset()  # a checkpoint's EOS ids: sampling one finishes
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
 
@@ -273,6 +276,8 @@ class Scheduler:
             self.trace(
                 f"requeue rid={req.rid} row={req.row} slot={req.slot} computed={req.computed}"
             )
+        if self.on_requeue is not None:
+            self.on_requeue(req.rid)
         if req.slot >= 0 and req in self.running[req.slot]:
             self.running[req.slot].remove(req)
         if self.chunked is req:

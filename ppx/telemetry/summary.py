@@ -19,6 +19,7 @@ GROUP_COUNTERS = [
     "prefix_floors_cleared",
     "told_rows_applied",
     "told_rows_ignored_stale",
+    "told_cleared_at_retract",  # told_scope=epoch_retract: rows cleared at a re-queue (#1061b)
     "retracted_at_flip",
     "reprefill_tokens",
     "reconcile_misses",  # engine.admission.reconcile=scheduler: a rid the lookup found nowhere

@@ -39,7 +39,11 @@ class DecisionPolicy(Policy):
         self.livelock_passes = int(cfg.engine.livelock_passes)
         # engine.admission.geometry: told (execute rank 0's lengths) | rederive (#791 slice 1)
         self.rederive = getattr(cfg.engine.admission, "geometry", "told") == "rederive"
-        self.told_rows = ToldRows(getattr(cfg.engine.admission, "told_scope", "pass"))
+        self.told_rows = ToldRows(
+            getattr(cfg.engine.admission, "told_scope", "pass"),
+            getattr(cfg.flip, "epoch_advance", "release"),
+        )
+        ctx.sched.on_requeue = self.told_rows.retracted  # the plan carries it across flips
         a = cfg.engine.admission  # reconcile: slot | scheduler; void: requeue | keep (#798)
         self.rec = Reconciler(getattr(a, "reconcile", "slot"), getattr(a, "void", "requeue"))
         self.void_streak: list[tuple[int, int, int]] = []
@@ -293,6 +297,9 @@ class DecisionPolicy(Policy):
 
     def check_told_row(self, rid: int, local: int, told: int) -> None:
         self.told_rows.check(self.ctx, rid, local, told)
+
+    def readmit_told_row(self, rid: int, local: int) -> None:
+        self.told_rows.readmit(self.ctx, rid, local)
 
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)

@@ -9,18 +9,30 @@
   log's `UniformWidthPromiseBroken`, boots 30/31).
 - `epoch` (sgl-project#1061): the stamp carries the epoch it was decided in and is applied
   only in that epoch, so a stale row after a completed cutover is ignored.
+- `epoch_retract` (sgl-project#1061b): the epoch gate, plus the row cleared at the retract
+  chokepoint (`Scheduler.requeue`): a retraction states that the request no longer holds the
+  prefix the row describes, so the row is stale by definition, whatever the epoch says.
+
+Where a row is applied: at a follower's later admission of the request (`check`), and at the
+re-admission of a cutover's residents (`readmit`, the log's `_release_residents_for_cutover`
+-> `_add_request_to_queue`). When that re-admission sees the new epoch is `flip.epoch_advance`:
+`release` advances it first (the gate sees the stale row), `completion` (the log's clock,
+`PhaseFlipRuntime._epoch`) after, so a row decided at epoch N is applied at epoch N to a
+request whose tree the same cutover dropped (boot 31).
 """
 
 from __future__ import annotations
 
-SCOPES = ("pass", "promise", "epoch")
+SCOPES = ("pass", "promise", "epoch", "epoch_retract")
+GATED = ("epoch", "epoch_retract")  # scopes that refuse a row of another epoch
 
 
 class ToldRows:
-    def __init__(self, scope: str) -> None:
-        self.scope = scope
+    def __init__(self, scope: str, epoch_advance: str = "release") -> None:
+        self.scope, self.epoch_advance = scope, epoch_advance
         self.rows: dict[int, tuple[int, int]] = {}  # rid -> (told, decided epoch)
         self.applied = self.ignored_stale = 0
+        self.cleared_at_retract = 0
 
     def stamp(self, rid: int, told: int, epoch: int) -> None:
         if self.scope != "pass":
@@ -33,7 +45,19 @@ class ToldRows:
         row = self.rows.get(rid)
         if row is None or row[1] == ctx.epoch:
             return
-        if self.scope == "epoch":
+        self._apply(ctx, rid, row, local, f"this pass told {told_now}")
+
+    def readmit(self, ctx, rid: int, local: int) -> None:
+        """A cutover re-admits its resident `rid` after dropping the tree (`local` is what
+        the new tree holds of it): the row is applied unless the epoch gate refuses it, and
+        the gate refuses only a row of another epoch."""
+        row = self.rows.get(rid)
+        if row is not None:
+            why = f"re-admitted by the cutover (flip.epoch_advance={self.epoch_advance})"
+            self._apply(ctx, rid, row, local, why)
+
+    def _apply(self, ctx, rid: int, row: tuple[int, int], local: int, why: str) -> None:
+        if self.scope in GATED and row[1] != ctx.epoch:
             self.ignored_stale += 1
             del self.rows[rid]
             return
@@ -42,11 +66,22 @@ class ToldRows:
             ctx.stop(
                 f"told row outlived its pass (engine.admission.told_scope={self.scope}): "
                 f"rank{ctx.rank} rid={rid} promised told={row[0]} (decided at epoch {row[1]}) "
-                f"> local={local} at epoch {ctx.epoch}; this pass told {told_now}"
+                f"> local={local} at epoch {ctx.epoch}; {why}"
             )
+
+    def retracted(self, rid: int) -> None:
+        """The retract chokepoint (every re-queue passes it): `epoch_retract` clears the row
+        here, which is group-uniform because every rank retracts the same rid at the same
+        pass (the log: one `RETRACT site=readmit_seam_residents` per rank, same rid)."""
+        if self.scope == "epoch_retract" and self.rows.pop(rid, None) is not None:
+            self.cleared_at_retract += 1
 
     def drop(self, rid: int) -> None:
         self.rows.pop(rid, None)
 
     def counters(self) -> dict:
-        return {"told_rows_applied": self.applied, "told_rows_ignored_stale": self.ignored_stale}
+        return {
+            "told_rows_applied": self.applied,
+            "told_rows_ignored_stale": self.ignored_stale,
+            "told_cleared_at_retract": self.cleared_at_retract,
+        }
