@@ -17,7 +17,7 @@ def make_policy(name: str, ctx):
     if name in ("decision", "forwarded", "row_authority"):
         from ppx.engine.admission.decision import DecisionPolicy
 
-        # row authority (sgl-project#1071/#1072/#1153) is forwarded execution with no
+        # row authority (sgl-project#1071/#1153) is forwarded execution with no
         # retraction and no void: validation pins on_refusal=stop and guard=off
         policy = DecisionPolicy(ctx, forwarded=name != "decision")
         policy.name = name

@@ -37,7 +37,7 @@ def validate_protocol(merged: DictConfig) -> None:
         if g.name != "off":
             raise ValueError(
                 f"engine/guard={g.name} learns from retractions, which "
-                "engine/admission=row_authority never makes (sgl-project#1072)"
+                "engine/admission=row_authority never makes (sgl-project#1071)"
             )
     elif a.name == "forwarded":
         if a.on_refusal not in ON_REFUSAL:
