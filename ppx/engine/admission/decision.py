@@ -41,7 +41,7 @@ class DecisionPolicy(Policy):
         self.rederive = getattr(cfg.engine.admission, "geometry", "told") == "rederive"
         self.told_rows = ToldRows(
             getattr(cfg.engine.admission, "told_scope", "pass"),
-            getattr(cfg.flip, "epoch_advance", "release"),
+            getattr(getattr(cfg, "flip", None), "epoch_advance", "release"),
         )
         ctx.sched.on_requeue = self.told_rows.retracted  # the plan carries it across flips
         a = cfg.engine.admission  # reconcile: slot | scheduler; void: requeue | keep (#798)
