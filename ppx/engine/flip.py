@@ -23,6 +23,7 @@ import torch
 from ppx.engine.board import F, Op
 
 if TYPE_CHECKING:
+    from ppx.core import Req
     from ppx.engine.context import RankContext
 
 PHASES = ("pp", "tp")
@@ -33,10 +34,10 @@ class FlipControl:
         self,
         ctx: RankContext,
         switch_plan: Callable[[str], None],
-        readmit: Callable[[int, int], None] | None = None,
+        readmit: Callable[[Req], None] | None = None,
     ) -> None:
         self.ctx, self.switch_plan = ctx, switch_plan
-        self.readmit = readmit  # (rid, local): a told row may apply at the re-admission
+        self.readmit = readmit  # a told row may apply at the re-admission
         self.clock = ctx.t.now  # wall time, or the simulator's virtual time
         f = ctx.cfg.flip
         self.enabled = bool(f.enabled)
@@ -112,10 +113,9 @@ class FlipControl:
         self.switch_plan(target)
         if self.readmit is not None:
             # the re-admission into the new layout's queue, where the log applied the told
-            # row (`_add_request_to_queue`): the new tree holds what it holds (nothing, unless
-            # a host tier loads it back)
+            # row (`_add_request_to_queue`)
             for req in residents:
-                self.readmit(req.rid, ctx.sched.cache.tree_match(req.tokens))
+                self.readmit(req)
         if not self.advance_at_release:
             self.advance_epoch()
         self.check_epochs(pass_id)

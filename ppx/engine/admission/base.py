@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ppx.core import Entry, SlotBatch
+from ppx.core import Entry, Req, SlotBatch
 
 if TYPE_CHECKING:
     from ppx.engine.context import RankContext
@@ -78,9 +78,9 @@ class Policy:
         """A follower admits `rid` with `told` from this pass; a told row stamped by an earlier
         pass may apply too (engine.admission.told_scope)."""
 
-    def readmit_told_row(self, rid: int, local: int) -> None:
-        """A cutover re-admits resident `rid` holding `local` of it in the new tree; a told
-        row stamped on it may apply (engine.admission.told_scope, flip.epoch_advance)."""
+    def readmit_told_row(self, req: Req) -> None:
+        """A cutover re-admits resident `req` into the new layout; a told row stamped on it
+        may apply (engine.admission.told_scope, flip.epoch_advance)."""
 
     def on_served(self, rid: int) -> None:
         """A request finished cleanly (the guard clears its floor)."""

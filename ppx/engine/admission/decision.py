@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from ppx.core import Flag, Kind, Message, SlotBatch
+from ppx.core import Flag, Kind, Message, Req, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
 from ppx.engine.admission.reconcile import Reconciler
@@ -298,8 +298,12 @@ class DecisionPolicy(Policy):
     def check_told_row(self, rid: int, local: int, told: int) -> None:
         self.told_rows.check(self.ctx, rid, local, told)
 
-    def readmit_told_row(self, rid: int, local: int) -> None:
-        self.told_rows.readmit(self.ctx, rid, local)
+    def readmit_told_row(self, req: Req) -> None:
+        # the tree match only for a request that carries a row: the new tree holds what it
+        # holds (nothing, unless a host tier loads it back)
+        if req.rid in self.told_rows.rows:
+            local = self.ctx.sched.cache.tree_match(req.tokens)
+            self.told_rows.readmit(self.ctx, req.rid, local)
 
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
