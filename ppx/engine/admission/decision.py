@@ -14,6 +14,7 @@ import sys
 
 from ppx.core import Flag, Kind, Message, SlotBatch
 from ppx.engine.admission import codec
+from ppx.engine.admission import prefetch_floor as pf
 from ppx.engine.admission.base import Policy
 from ppx.engine.admission.reconcile import Reconciler
 from ppx.engine.admission.told_rows import ToldRows
@@ -43,6 +44,8 @@ class DecisionPolicy(Policy):
         a = cfg.engine.admission  # reconcile: slot | scheduler; void: requeue | keep (#798)
         self.rec = Reconciler(getattr(a, "reconcile", "slot"), getattr(a, "void", "requeue"))
         self.void_streak: list[tuple[int, int, int]] = []
+        # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
+        self.carrier = pf.carrier_for(ctx, forwarded)
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
         # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
@@ -50,7 +53,27 @@ class DecisionPolicy(Policy):
 
     # -- rank 0 ---------------------------------------------------------------------------
     def clamp(self, req, local: int) -> int | None:
-        return self.guard.clamp(req.rid, req.tokens, local)
+        want = self.guard.clamp(req.rid, req.tokens, local)
+        if want is None or self.carrier is None or self.ctx.plan.phase != "pp":
+            return want
+        return self.floor_admit(req.rid, want)
+
+    def floor_admit(self, rid: int, want: int) -> int | None:
+        """#1175: admit `want` only when the group's completion floor covers it."""
+        ctx = self.ctx
+        v = self.carrier.admit(rid, want, ctx.t.now())
+        if v.action == "contradiction":
+            ctx.stop(f"prefetch floor contradiction (#1176): rid={rid} {v.why}")
+        if v.action == "defer":
+            if self.carrier.first_defer.get(rid) == ctx.t.now():  # once per episode, by name
+                ctx.events.emit("prefetch_defer", -1, -1, rid, ctx.epoch, f"want={want} {v.why}")
+            return None
+        if v.action == "clamp":
+            ctx.events.emit(
+                "prefetch_clamp", -1, -1, rid, ctx.epoch, f"want={want} told={v.prefix} {v.why}"
+            )
+        self.carrier.forget(rid)
+        return v.prefix
 
     def schedule(self, p) -> None:
         self.rec.snapshot(self.sched, p.slot)
@@ -71,6 +94,9 @@ class DecisionPolicy(Policy):
                 flags=Flag.HAS_ENTRIES if mode == codec.MODES["prefill"] else 0,
                 tensors=[codec.encode(b.entries)] if mode == codec.MODES["prefill"] else [],
             )
+            if self.carrier is not None:  # the carrier rides last; followers append to it
+                p.decision.tensors.append(pf.empty_rows())
+                self.carrier.sent += 1  # and every such decision laps back
         elif p.decision is not None:
             self.apply(p)
 
@@ -91,10 +117,23 @@ class DecisionPolicy(Policy):
                 f"decision for pass {p.decision.pass_id} arrived at rank{ctx.rank} pass {p.pass_id}",
                 p,
             )
-        if ctx.is_last and p.decision.flags & Flag.HAS_ENTRIES and ctx.world > 1:
+        if self.carrier is not None:  # stamp on the way up (#1175), before anything is applied
+            p.decision = pf.stamped(
+                p.decision, self.carrier.stamp(self.sched, self.sched.max_batch)
+            )
+        carried = self.carrier is not None  # its lap goes every pass (rank 0 counts on it)
+        if ctx.is_last and (p.decision.flags & Flag.HAS_ENTRIES or carried) and ctx.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
             ctx.ch.send(
-                0, Message(Kind.LAP, p.slot, p.pass_id, ctx.epoch, aux=(p.decision.aux[1],))
+                0,
+                Message(
+                    Kind.LAP,
+                    p.slot,
+                    p.pass_id,
+                    ctx.epoch,
+                    aux=(p.decision.aux[1],),
+                    tensors=[p.decision.tensors[-1]] if self.carrier is not None else [],
+                ),
             )
         if p.scheduled:
             self.apply(p)
@@ -108,11 +147,19 @@ class DecisionPolicy(Policy):
             return
         if block:
             if p.decision is not None and p.decision.flags & Flag.HAS_ENTRIES:
-                ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id)
-                self.laps += 1
+                self.absorb_lap(ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id))
             return
-        while ctx.ch.try_recv(ctx.world - 1, Kind.LAP) is not None:
-            self.laps += 1
+        while (msg := ctx.ch.try_recv(ctx.world - 1, Kind.LAP)) is not None:
+            self.absorb_lap(msg)
+        if self.carrier is not None and self.carrier.owed(self.laps, self.sched):
+            # nothing in flight: no output receive will read the wire from the last rank, so
+            # its laps would never be taken off it; this pass's lap is owed, take it
+            self.absorb_lap(ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id))
+
+    def absorb_lap(self, msg) -> None:
+        self.laps += 1
+        if self.carrier is not None and msg.tensors:
+            self.carrier.absorb(msg.tensors[-1].tolist())
 
     # -- followers ------------------------------------------------------------------------
     def apply(self, p) -> None:
@@ -302,5 +349,6 @@ class DecisionPolicy(Policy):
         return {
             **self.n,
             **self.rec.counters(),
+            **(self.carrier.n if self.carrier is not None else {}),
             **(self.guard.counters() if self.ctx.is_first else self.told_rows.counters()),
         }

@@ -1,0 +1,202 @@
+"""Rank 0 admits a prefix only when the group's prefetch completion floor covers it
+(sgl-project#1175/#1176).
+
+`engine.admission.prefetch_floor`:
+- `group` (default, #1175): every follower stamps what it holds of each queued request on a
+  per-rid completion carrier that rides the decision down and the lap back to rank 0
+  (`[rank, rid, matched, loaded]`). Rank 0 admits `want` only when the group floor covers it.
+  A follower that is silent, or whose load-back is still running, contributes NO number
+  (PENDING, never a zero): the rid is deferred by name while other work proceeds. When the
+  bound (`engine.admission.prefetch_bound_ms`, rank 0's clock) expires, rank 0 clamps to the
+  floor the group certainly holds instead of over-telling. `want <= 0` admits unconditionally.
+- `rank0` (the log before #1175): rank 0 admits on its own, rank-local prefetch completion
+  ("completed_synced" was a MIN reduce under tp > 1 only, never across PP ranks); a follower
+  whose load has not landed cannot execute the forwarded row.
+
+#1176: presence is `matched + loaded` (the sum, never the max), and a follower whose load
+terminated short of what it began reports a CONTRADICTION on the same carrier; rank 0 stops the
+group once, naming the peer (read before the `want <= 0` early-out). The carrier is active for
+forwarded execution (`forwarded`, `row_authority`) at pp >= 2 with a host tier; `decision`
+retracts on a pending load and the guard defers it (#944), a design of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+FLOORS = ("group", "rank0")
+PENDING = -1  # the rank's load-back is under way: no number
+CONTRADICTION = -2  # the rank's load terminated short of what it began: no number either
+
+
+def presence(matched: int, loaded: int) -> int | None:
+    """What a rank holds: the tree's part plus what its load-back brought (#1176: the sum).
+    None for a sentinel: PENDING and CONTRADICTION are never read as a length."""
+    return None if loaded < 0 else matched + loaded
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str  # admit | defer | clamp | contradiction
+    prefix: int = 0
+    why: str = ""
+
+
+def decide(want: int, rows: dict[int, tuple[int, int]], followers: list[int], expired: bool):
+    """Rank 0's admission of one rid. `rows`: follower rank -> (matched, loaded)."""
+    bad = [r for r in followers if r in rows and rows[r][1] == CONTRADICTION]
+    if bad:  # before the want <= 0 early-out: a peer measured a contradiction
+        m = rows[bad[0]][0]
+        return Verdict("contradiction", 0, f"rank{bad[0]} load terminated short (matched {m})")
+    if want <= 0:
+        return Verdict("admit", max(want, 0))
+    silent = [r for r in followers if r not in rows]
+    pending = [r for r in followers if r in rows and rows[r][1] == PENDING]
+    if silent or pending:
+        if not expired:
+            return Verdict("defer", 0, f"silent {silent} pending {pending}")
+        # the bound ran out: tell only what every rank certainly holds (a silent rank: 0)
+        sure = [rows[r][0] if r in rows else 0 for r in followers]
+        return Verdict("clamp", min([want, *sure]), f"bound: silent {silent} pending {pending}")
+    floor = min(presence(*rows[r]) for r in followers)  # type: ignore[type-var]
+    if floor >= want:
+        return Verdict("admit", want)
+    return Verdict("clamp", floor, f"group floor {floor} < want {want}")
+
+
+@dataclass
+class Carrier:
+    """Rank 0's table (absorbed laps) and a follower's stamps."""
+
+    rank: int
+    world: int
+    bound_s: float
+    table: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    first_defer: dict[int, float] = field(default_factory=dict)
+    loads: dict[int, tuple[tuple[int, ...], int, int]] = field(default_factory=dict)
+    n: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("prefetch_deferred", "prefetch_clamped", "prefetch_floor_admits", "stamps"), 0
+        )
+    )
+
+    sent: int = 0  # rank 0: decisions that carried the carrier (each laps back once)
+
+    # -- rank 0 -----------------------------------------------------------------------------
+    def owed(self, laps: int, sched) -> bool:
+        """A lap is outstanding and no output receive will take it off the wire (gloo cannot be
+        polled: laps are read into the inbox only by a blocking receive from the last rank)."""
+        return laps < self.sent and all(b is None for b in sched.inflight)
+
+    def absorb(self, rows: list[list[int]]) -> None:
+        for rank, rid, matched, loaded in rows:
+            self.table.setdefault(int(rid), {})[int(rank)] = (int(matched), int(loaded))
+
+    def admit(self, rid: int, want: int, now: float) -> Verdict:
+        first = self.first_defer.setdefault(rid, now)
+        v = decide(
+            want, self.table.get(rid, {}), list(range(1, self.world)), now - first >= self.bound_s
+        )
+        if v.action == "defer":
+            self.n["prefetch_deferred"] += 1
+            return v
+        self.first_defer.pop(rid, None)
+        if v.action == "clamp":
+            self.n["prefetch_clamped"] += 1
+        elif v.action == "admit" and want > 0:
+            self.n["prefetch_floor_admits"] += 1
+        return v
+
+    def forget(self, rid: int) -> None:
+        """Admitted: the next admission of this rid (after a void) needs fresh stamps."""
+        self.table.pop(rid, None)
+        self.first_defer.pop(rid, None)
+
+    # -- followers --------------------------------------------------------------------------
+    def stamp(self, sched, limit: int) -> list[list[int]]:
+        """This follower's rows for the requests rank 0 may admit next: looking them up starts
+        their load-backs now, on every rank alike (the log's same re-admission prefetch)."""
+        cache, rows = sched.cache, []
+        for req in sched.candidates()[:limit]:
+            if req is sched.chunked:
+                continue  # a continuation's prefix was computed here, not prefetched
+            rows.append([self.rank, req.rid, *self.measure(cache, req)])
+        self.n["stamps"] += len(rows)
+        return rows
+
+    def measure(self, cache, req) -> tuple[int, int]:
+        local, matched = cache.match(req.tokens), cache.tree_match(req.tokens)
+        host, key = cache.host, tuple(req.tokens[: matched + 1])
+        if local < 0:
+            if req.rid not in self.loads:
+                e = host.loading.get(key) if host is not None else None
+                self.loads[req.rid] = (key, matched, len(e.path) if e is not None else matched)
+            return self.loads[req.rid][1], PENDING
+        began = self.loads.get(req.rid)
+        if began is None:
+            return local, 0
+        k, base, expected = began
+        if host is not None and (k in host.loading or k in host.entries):
+            del self.loads[req.rid]  # given back to the host (admissions first): not terminated
+            return local, 0
+        if local < expected:  # landed and gone (or dropped on landing): short of its begin
+            return base, CONTRADICTION
+        return base, local - base
+
+
+# -- wiring (decision.py calls these; the layout is the config's, the same on every rank) ------
+def carrier_for(ctx, forwarded: bool) -> Carrier | None:
+    """A carrier when it can mean something: forwarded execution, pp >= 2, a host tier."""
+    cfg = ctx.cfg
+    a = cfg.engine.admission
+    on = getattr(a, "prefetch_floor", "group") == "group" and cfg.engine.kv.host_tier
+    if not (on and forwarded and ctx.world > 1):
+        return None
+    return Carrier(ctx.rank, ctx.world, float(getattr(a, "prefetch_bound_ms", 1000.0)) / 1e3)
+
+
+def empty_rows() -> torch.Tensor:
+    return torch.zeros((0, 4), dtype=torch.int64)
+
+
+def stamped(msg, rows: list[list[int]]):
+    """The decision with this follower's rows appended to its last tensor (the carrier);
+    a new message, never the upstream's object."""
+    new = torch.tensor(rows, dtype=torch.int64).reshape(-1, 4)
+    return dataclasses.replace(msg, tensors=[*msg.tensors[:-1], torch.cat([msg.tensors[-1], new])])
+
+
+def validate(merged) -> None:
+    """Raises ValueError (one line) where the historical `rank0` cannot differ from `group`
+    (the default `group` is inert there: nothing is carried)."""
+    a, kv, pp = merged.engine.admission, merged.engine.kv, int(merged.pp)
+    floor = getattr(a, "prefetch_floor", "group")
+    if floor not in FLOORS:
+        raise ValueError(f"engine.admission.prefetch_floor={floor!r}: {' | '.join(FLOORS)}")
+    if float(getattr(a, "prefetch_bound_ms", 1000.0)) < 0:
+        raise ValueError(f"engine.admission.prefetch_bound_ms={a.prefetch_bound_ms}: >= 0")
+    if floor == "group":
+        return
+    if pp < 2:
+        raise ValueError(
+            f"engine.admission.prefetch_floor={floor} means nothing at pp={pp}: no peer's "
+            "prefetch can complete later than rank 0's"
+        )
+    if not kv.host_tier:
+        raise ValueError(
+            f"engine.admission.prefetch_floor={floor} needs engine.kv.host_tier=true: "
+            "without a host tier no rank prefetches"
+        )
+    if a.name not in ("forwarded", "row_authority"):
+        raise ValueError(
+            f"engine.admission.prefetch_floor={floor} is a design of forwarded execution "
+            f"(engine/admission=forwarded or row_authority); engine/admission={a.name} "
+            + (
+                "retracts a pending prefetch and the guard defers it (#944)"
+                if a.name == "decision"
+                else "has no told row"
+            )
+        )
