@@ -56,24 +56,7 @@ class DecisionPolicy(Policy):
         want = self.guard.clamp(req.rid, req.tokens, local)
         if want is None or self.carrier is None or self.ctx.plan.phase != "pp":
             return want
-        return self.floor_admit(req.rid, want)
-
-    def floor_admit(self, rid: int, want: int) -> int | None:
-        """#1175: admit `want` only when the group's completion floor covers it."""
-        ctx = self.ctx
-        v = self.carrier.admit(rid, want, ctx.t.now())
-        if v.action == "contradiction":
-            ctx.stop(f"prefetch floor contradiction (#1176): rid={rid} {v.why}")
-        if v.action == "defer":
-            if self.carrier.first_defer.get(rid) == ctx.t.now():  # once per episode, by name
-                ctx.events.emit("prefetch_defer", -1, -1, rid, ctx.epoch, f"want={want} {v.why}")
-            return None
-        if v.action == "clamp":
-            ctx.events.emit(
-                "prefetch_clamp", -1, -1, rid, ctx.epoch, f"want={want} told={v.prefix} {v.why}"
-            )
-        self.carrier.forget(rid)
-        return v.prefix
+        return pf.admit_on_floor(self.ctx, self.carrier, req.rid, want)  # #1175
 
     def schedule(self, p) -> None:
         self.rec.snapshot(self.sched, p.slot)
@@ -146,7 +129,9 @@ class DecisionPolicy(Policy):
         if not ctx.is_first or ctx.world == 1:
             return
         if block:
-            if p.decision is not None and p.decision.flags & Flag.HAS_ENTRIES:
+            if p.decision is not None and (
+                p.decision.flags & Flag.HAS_ENTRIES or self.carrier is not None
+            ):
                 self.absorb_lap(ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id))
             return
         while (msg := ctx.ch.try_recv(ctx.world - 1, Kind.LAP)) is not None:

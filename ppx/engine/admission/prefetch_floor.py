@@ -38,6 +38,15 @@ def presence(matched: int, loaded: int) -> int | None:
     return None if loaded < 0 else matched + loaded
 
 
+def _sure(row: tuple[int, int] | None) -> int:
+    """What a rank certainly holds: its presence once complete, its tree part while its load
+    runs (the load is not counted), nothing when it never spoke."""
+    if row is None:
+        return 0
+    p = presence(*row)
+    return row[0] if p is None else p
+
+
 @dataclass(frozen=True)
 class Verdict:
     action: str  # admit | defer | clamp | contradiction
@@ -59,7 +68,7 @@ def decide(want: int, rows: dict[int, tuple[int, int]], followers: list[int], ex
         if not expired:
             return Verdict("defer", 0, f"silent {silent} pending {pending}")
         # the bound ran out: tell only what every rank certainly holds (a silent rank: 0)
-        sure = [rows[r][0] if r in rows else 0 for r in followers]
+        sure = [_sure(rows.get(r)) for r in followers]
         return Verdict("clamp", min([want, *sure]), f"bound: silent {silent} pending {pending}")
     floor = min(presence(*rows[r]) for r in followers)  # type: ignore[type-var]
     if floor >= want:
@@ -200,3 +209,20 @@ def validate(merged) -> None:
                 else "has no told row"
             )
         )
+
+
+def admit_on_floor(ctx, carrier: Carrier, rid: int, want: int) -> int | None:
+    """Rank 0 (the policy's clamp): the prefix to tell for `rid`, or None to defer it."""
+    now = ctx.t.now()
+    v = carrier.admit(rid, want, now)
+    if v.action == "contradiction":  # once: the stop ends the run
+        ctx.stop(f"prefetch floor contradiction (#1176): rid={rid} {v.why}")
+    if v.action == "defer":
+        if carrier.first_defer.get(rid) == now:  # named once per deferral episode
+            ctx.events.emit("prefetch_defer", -1, -1, rid, ctx.epoch, f"want={want} {v.why}")
+        return None
+    if v.action == "clamp":
+        detail = f"want={want} told={v.prefix} {v.why}"
+        ctx.events.emit("prefetch_clamp", -1, -1, rid, ctx.epoch, detail)
+    carrier.forget(rid)
+    return v.prefix
