@@ -77,9 +77,13 @@ class DecisionPolicy(Policy):
                 flags=Flag.HAS_ENTRIES if mode == codec.MODES["prefill"] else 0,
                 tensors=[codec.encode(b.entries)] if mode == codec.MODES["prefill"] else [],
             )
-            if self.carrier is not None:  # the carrier rides last; followers append to it
-                p.decision.tensors.append(pf.empty_rows())
-                self.carrier.sent += 1  # and every such decision laps back
+            if self.carrier is not None:  # #1175: ask about one deferred rid (round robin)
+                q = self.carrier.query(p.pass_id)
+                # with nothing in flight no output receive reads the wire from the last rank:
+                # rank 0 owes a blocking read of this pass's lap, and says so on the decision
+                idle = b is None and all(x is None for x in self.sched.inflight)
+                p.decision.aux = (*p.decision.aux, pf.query_code(q, q >= 0 and idle))
+                self.carrier.owe = p.pass_id if q >= 0 and idle else -1
         elif p.decision is not None:
             self.apply(p)
 
@@ -100,12 +104,14 @@ class DecisionPolicy(Policy):
                 f"decision for pass {p.decision.pass_id} arrived at rank{ctx.rank} pass {p.pass_id}",
                 p,
             )
+        entries, carried = bool(p.decision.flags & Flag.HAS_ENTRIES), False
         if self.carrier is not None:  # stamp on the way up (#1175), before anything is applied
-            p.decision = pf.stamped(
-                p.decision, self.carrier.stamp(self.sched, self.sched.max_batch)
-            )
-        carried = self.carrier is not None  # its lap goes every pass (rank 0 counts on it)
-        if ctx.is_last and (p.decision.flags & Flag.HAS_ENTRIES or carried) and ctx.world > 1:
+            rid, owed = pf.read_query(p.decision.aux[3])
+            rows = self.carrier.stamp(self.sched, rid) if rid >= 0 else []
+            p.decision = pf.stamped(p.decision, rows, entries)
+            # a lap rank 0 will read: before an output it receives, or one it said it owes
+            carried = rid >= 0 and (p.decision.aux[0] != codec.MODES["none"] or owed)
+        if ctx.is_last and (entries or carried) and ctx.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
             ctx.ch.send(
                 0,
@@ -114,8 +120,9 @@ class DecisionPolicy(Policy):
                     p.slot,
                     p.pass_id,
                     ctx.epoch,
-                    aux=(p.decision.aux[1],),
-                    tensors=[p.decision.tensors[-1]] if self.carrier is not None else [],
+                    aux=pf.lap_aux(p.decision, self.carrier, entries)
+                    if self.carrier is not None
+                    else (p.decision.aux[1],),
                 ),
             )
         if p.scheduled:
@@ -129,22 +136,19 @@ class DecisionPolicy(Policy):
         if not ctx.is_first or ctx.world == 1:
             return
         if block:
-            if p.decision is not None and (
-                p.decision.flags & Flag.HAS_ENTRIES or self.carrier is not None
-            ):
+            if p.decision is not None and p.decision.flags & Flag.HAS_ENTRIES:
                 self.absorb_lap(ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id))
-            return
-        while (msg := ctx.ch.try_recv(ctx.world - 1, Kind.LAP)) is not None:
-            self.absorb_lap(msg)
-        if self.carrier is not None and self.carrier.owed(self.laps, self.sched):
-            # nothing in flight: no output receive will read the wire from the last rank, so
-            # its laps would never be taken off it; this pass's lap is owed, take it
+        else:
+            while (msg := ctx.ch.try_recv(ctx.world - 1, Kind.LAP)) is not None:
+                self.absorb_lap(msg)
+        if self.carrier is not None and self.carrier.owe == p.pass_id:
+            # the lap this pass's decision said rank 0 owes (nothing in flight to read it)
             self.absorb_lap(ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id))
 
     def absorb_lap(self, msg) -> None:
         self.laps += 1
-        if self.carrier is not None and msg.tensors:
-            self.carrier.absorb(msg.tensors[-1].tolist())
+        if self.carrier is not None:
+            self.carrier.absorb(msg.aux)
 
     # -- followers ------------------------------------------------------------------------
     def apply(self, p) -> None:

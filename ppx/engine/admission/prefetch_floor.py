@@ -2,13 +2,16 @@
 (sgl-project#1175/#1176).
 
 `engine.admission.prefetch_floor`:
-- `group` (default, #1175): every follower stamps what it holds of each queued request on a
-  per-rid completion carrier that rides the decision down and the lap back to rank 0
-  (`[rank, rid, matched, loaded]`). Rank 0 admits `want` only when the group floor covers it.
-  A follower that is silent, or whose load-back is still running, contributes NO number
+- `group` (default, #1175): rank 0 names one deferred rid per pass on its decision (round
+  robin); every follower stamps `[rank, rid, matched, loaded]` for it on the decision as it
+  passes (looking it up starts that rank's load-back too), and the last rank folds the rows
+  into the header of the lap back to rank 0 (no payload: the lap completes when rank 0 reads
+  it, where it reads the wire anyway; with nothing in flight the decision says rank 0 owes a
+  blocking read of that lap). Rank 0 admits `want` only when the group floor covers it. A
+  follower that is silent, or whose load-back is still running, contributes NO number
   (PENDING, never a zero): the rid is deferred by name while other work proceeds. When the
-  bound (`engine.admission.prefetch_bound_ms`, rank 0's clock) expires, rank 0 clamps to the
-  floor the group certainly holds instead of over-telling. `want <= 0` admits unconditionally.
+  bound (`engine.admission.prefetch_bound_ms`, rank 0's clock) expires, rank 0 clamps to what
+  the group certainly holds instead of over-telling. `want <= 0` admits unconditionally.
 - `rank0` (the log before #1175): rank 0 admits on its own, rank-local prefetch completion
   ("completed_synced" was a MIN reduce under tp > 1 only, never across PP ranks); a follower
   whose load has not landed cannot execute the forwarded row.
@@ -30,6 +33,7 @@ import torch
 FLOORS = ("group", "rank0")
 PENDING = -1  # the rank's load-back is under way: no number
 CONTRADICTION = -2  # the rank's load terminated short of what it began: no number either
+COMPLETE = 0  # a folded carrier: every follower reported a terminated number
 
 
 def presence(matched: int, loaded: int) -> int | None:
@@ -47,6 +51,19 @@ def _sure(row: tuple[int, int] | None) -> int:
     return row[0] if p is None else p
 
 
+def fold(rows: dict[int, tuple[int, int]], followers: list[int]) -> tuple[int, int, int]:
+    """The followers' rows for one rid as the three numbers the lap's header carries home:
+    (CONTRADICTION, rank, matched) | (PENDING, sure floor, mask of silent/pending ranks) |
+    (COMPLETE, presence floor, 0). A sentinel is never min()'d into a floor."""
+    for r in followers:
+        if r in rows and rows[r][1] == CONTRADICTION:
+            return CONTRADICTION, r, rows[r][0]
+    waiting = [r for r in followers if r not in rows or rows[r][1] == PENDING]
+    if waiting:
+        return PENDING, min(_sure(rows.get(r)) for r in followers), sum(1 << r for r in waiting)
+    return COMPLETE, min(presence(*rows[r]) for r in followers), 0  # type: ignore[type-var]
+
+
 @dataclass(frozen=True)
 class Verdict:
     action: str  # admit | defer | clamp | contradiction
@@ -54,36 +71,44 @@ class Verdict:
     why: str = ""
 
 
-def decide(want: int, rows: dict[int, tuple[int, int]], followers: list[int], expired: bool):
-    """Rank 0's admission of one rid. `rows`: follower rank -> (matched, loaded)."""
-    bad = [r for r in followers if r in rows and rows[r][1] == CONTRADICTION]
-    if bad:  # before the want <= 0 early-out: a peer measured a contradiction
-        m = rows[bad[0]][0]
-        return Verdict("contradiction", 0, f"rank{bad[0]} load terminated short (matched {m})")
+def decide(want: int, folded: tuple[int, int, int] | None, world: int, expired: bool) -> Verdict:
+    """Rank 0's admission of one rid; `folded` is None until a lap brought its numbers."""
+    if folded is None:  # nobody spoke yet: every follower is silent
+        folded = (PENDING, 0, sum(1 << r for r in range(1, world)))
+    state, a, b = folded
+    if state == CONTRADICTION:  # before the want <= 0 early-out: a peer measured it
+        return Verdict("contradiction", 0, f"rank{a} load terminated short (matched {b})")
     if want <= 0:
         return Verdict("admit", max(want, 0))
-    silent = [r for r in followers if r not in rows]
-    pending = [r for r in followers if r in rows and rows[r][1] == PENDING]
-    if silent or pending:
+    if state == PENDING:
+        ranks = [r for r in range(1, world) if b >> r & 1]
         if not expired:
-            return Verdict("defer", 0, f"silent {silent} pending {pending}")
-        # the bound ran out: tell only what every rank certainly holds (a silent rank: 0)
-        sure = [_sure(rows.get(r)) for r in followers]
-        return Verdict("clamp", min([want, *sure]), f"bound: silent {silent} pending {pending}")
-    floor = min(presence(*rows[r]) for r in followers)  # type: ignore[type-var]
-    if floor >= want:
+            return Verdict("defer", 0, f"waiting on ranks {ranks}")
+        # the bound ran out: tell only what every rank certainly holds
+        return Verdict("clamp", min(want, a), f"bound expired waiting on ranks {ranks}")
+    if a >= want:
         return Verdict("admit", want)
-    return Verdict("clamp", floor, f"group floor {floor} < want {want}")
+    return Verdict("clamp", a, f"group floor {a} < want {want}")
+
+
+def query_code(rid: int, owed: bool) -> int:
+    """The rid rank 0 asks about this pass (-1: none) and whether it will block on the lap,
+    as one header integer of the decision."""
+    return (rid + 1) * 2 + int(owed)
+
+
+def read_query(code: int) -> tuple[int, bool]:
+    return code // 2 - 1, bool(code & 1)
 
 
 @dataclass
 class Carrier:
-    """Rank 0's table (absorbed laps) and a follower's stamps."""
+    """Rank 0's folded table (absorbed laps) and a follower's stamps."""
 
     rank: int
     world: int
     bound_s: float
-    table: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    table: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     first_defer: dict[int, float] = field(default_factory=dict)
     loads: dict[int, tuple[tuple[int, ...], int, int]] = field(default_factory=dict)
     n: dict[str, int] = field(
@@ -92,27 +117,26 @@ class Carrier:
         )
     )
 
-    sent: int = 0  # rank 0: decisions that carried the carrier (each laps back once)
+    owe: int = -1  # rank 0: the pass whose lap it will read blocking (nothing in flight)
 
     # -- rank 0 -----------------------------------------------------------------------------
-    def owed(self, laps: int, sched) -> bool:
-        """A lap is outstanding and no output receive will take it off the wire (gloo cannot be
-        polled: laps are read into the inbox only by a blocking receive from the last rank)."""
-        return laps < self.sent and all(b is None for b in sched.inflight)
+    def query(self, pass_id: int) -> int:
+        """Which deferred rid this pass's decision asks the followers about (round robin)."""
+        waiting = sorted(self.first_defer)
+        return waiting[pass_id % len(waiting)] if waiting else -1
 
-    def absorb(self, rows: list[list[int]]) -> None:
-        for rank, rid, matched, loaded in rows:
-            self.table.setdefault(int(rid), {})[int(rank)] = (int(matched), int(loaded))
+    def absorb(self, aux: tuple[int, ...]) -> None:
+        rid, state, a, b = (int(x) for x in aux[:4])
+        if rid >= 0:
+            self.table[rid] = (state, a, b)
 
     def admit(self, rid: int, want: int, now: float) -> Verdict:
         first = self.first_defer.setdefault(rid, now)
-        v = decide(
-            want, self.table.get(rid, {}), list(range(1, self.world)), now - first >= self.bound_s
-        )
+        v = decide(want, self.table.get(rid), self.world, now - first >= self.bound_s)
         if v.action == "defer":
             self.n["prefetch_deferred"] += 1
             return v
-        self.first_defer.pop(rid, None)
+        self.forget(rid)
         if v.action == "clamp":
             self.n["prefetch_clamped"] += 1
         elif v.action == "admit" and want > 0:
@@ -120,21 +144,19 @@ class Carrier:
         return v
 
     def forget(self, rid: int) -> None:
-        """Admitted: the next admission of this rid (after a void) needs fresh stamps."""
+        """Admitted: the next admission of this rid (after a void) needs fresh numbers."""
         self.table.pop(rid, None)
         self.first_defer.pop(rid, None)
 
     # -- followers --------------------------------------------------------------------------
-    def stamp(self, sched, limit: int) -> list[list[int]]:
-        """This follower's rows for the requests rank 0 may admit next: looking them up starts
-        their load-backs now, on every rank alike (the log's same re-admission prefetch)."""
-        cache, rows = sched.cache, []
-        for req in sched.candidates()[:limit]:
-            if req is sched.chunked:
-                continue  # a continuation's prefix was computed here, not prefetched
-            rows.append([self.rank, req.rid, *self.measure(cache, req)])
-        self.n["stamps"] += len(rows)
-        return rows
+    def stamp(self, sched, rid: int) -> list[list[int]]:
+        """This follower's row for the rid rank 0 asks about: looking it up starts its
+        load-back here too (the log's same re-admission prefetch on every rank)."""
+        req = sched.reqs.get(rid)
+        if req is None or req is sched.chunked or req not in sched.waiting:
+            return []  # nothing to prefetch for it here: silent, never a zero
+        self.n["stamps"] += 1
+        return [[self.rank, rid, *self.measure(sched.cache, req)]]
 
     def measure(self, cache, req) -> tuple[int, int]:
         local, matched = cache.match(req.tokens), cache.tree_match(req.tokens)
@@ -167,15 +189,24 @@ def carrier_for(ctx, forwarded: bool) -> Carrier | None:
     return Carrier(ctx.rank, ctx.world, float(getattr(a, "prefetch_bound_ms", 1000.0)) / 1e3)
 
 
-def empty_rows() -> torch.Tensor:
-    return torch.zeros((0, 4), dtype=torch.int64)
+def stamped(msg, rows: list[list[int]], has_entries: bool):
+    """The decision with this follower's rows appended to the carrier tensor (after the
+    entries; absent until the first follower stamps); a new message, never the upstream's."""
+    keep = 1 if has_entries else 0
+    old = msg.tensors[keep:] or [torch.zeros((0, 4), dtype=torch.int64)]
+    new = torch.cat([old[0], torch.tensor(rows, dtype=torch.int64).reshape(-1, 4)])
+    tensors = [*msg.tensors[:keep], new] if new.numel() or len(msg.tensors) > keep else msg.tensors
+    return dataclasses.replace(msg, tensors=tensors)
 
 
-def stamped(msg, rows: list[list[int]]):
-    """The decision with this follower's rows appended to its last tensor (the carrier);
-    a new message, never the upstream's object."""
-    new = torch.tensor(rows, dtype=torch.int64).reshape(-1, 4)
-    return dataclasses.replace(msg, tensors=[*msg.tensors[:-1], torch.cat([msg.tensors[-1], new])])
+def lap_aux(msg, carrier: Carrier, has_entries: bool) -> tuple[int, ...]:
+    """The last rank folds every follower's row into the lap's header (no payload: the lap
+    completes when rank 0 reads it, as before the carrier)."""
+    rid, _ = read_query(msg.aux[3])
+    keep = 1 if has_entries else 0
+    rows = msg.tensors[keep].tolist() if len(msg.tensors) > keep else []
+    mine = {int(r[0]): (int(r[2]), int(r[3])) for r in rows if int(r[1]) == rid}
+    return (rid, *fold(mine, list(range(1, carrier.world))))
 
 
 def validate(merged) -> None:
