@@ -54,6 +54,10 @@ class AdmissionCfg:
     geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
     reconcile: str = "slot"  # slot (#798) | scheduler (one scheduler-wide chunked pointer)
     void: str = "requeue"  # requeue | keep (#797b pp_void_keeps_request)
+    # sgl-project#1175: group (rank 0 admits on the group's prefetch completion floor, carried
+    # on the lap) | rank0 (its own completion); forwarded execution with a host tier, pp >= 2
+    prefetch_floor: str = "group"
+    prefetch_bound_ms: float = 1000.0  # group: how long a rid waits on a pending peer, then clamp
 
 
 @dataclass

@@ -14,6 +14,7 @@ import sys
 
 from ppx.core import Flag, Kind, Message, Req, SlotBatch
 from ppx.engine.admission import codec
+from ppx.engine.admission import prefetch_floor as pf
 from ppx.engine.admission.base import Policy
 from ppx.engine.admission.reconcile import Reconciler
 from ppx.engine.admission.told_rows import ToldRows
@@ -47,6 +48,8 @@ class DecisionPolicy(Policy):
         a = cfg.engine.admission  # reconcile: slot | scheduler; void: requeue | keep (#798)
         self.rec = Reconciler(getattr(a, "reconcile", "slot"), getattr(a, "void", "requeue"))
         self.void_streak: list[tuple[int, int, int]] = []
+        # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
+        self.carrier = pf.carrier_for(ctx, forwarded)
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
         # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
@@ -54,7 +57,10 @@ class DecisionPolicy(Policy):
 
     # -- rank 0 ---------------------------------------------------------------------------
     def clamp(self, req, local: int) -> int | None:
-        return self.guard.clamp(req.rid, req.tokens, local)
+        want = self.guard.clamp(req.rid, req.tokens, local)
+        if want is None or self.carrier is None or self.ctx.plan.phase != "pp":
+            return want
+        return pf.admit_on_floor(self.ctx, self.carrier, req.rid, want)  # #1175
 
     def schedule(self, p) -> None:
         self.rec.snapshot(self.sched, p.slot)
@@ -75,6 +81,13 @@ class DecisionPolicy(Policy):
                 flags=Flag.HAS_ENTRIES if mode == codec.MODES["prefill"] else 0,
                 tensors=[codec.encode(b.entries)] if mode == codec.MODES["prefill"] else [],
             )
+            if self.carrier is not None:  # #1175: ask about one deferred rid (round robin)
+                q = self.carrier.query(p.pass_id)
+                # with nothing in flight no output receive reads the wire from the last rank:
+                # rank 0 owes a blocking read of this pass's lap, and says so on the decision
+                idle = b is None and all(x is None for x in self.sched.inflight)
+                p.decision.aux = (*p.decision.aux, pf.query_code(q, q >= 0 and idle))
+                self.carrier.owe = p.pass_id if q >= 0 and idle else -1
         elif p.decision is not None:
             self.apply(p)
 
@@ -95,10 +108,26 @@ class DecisionPolicy(Policy):
                 f"decision for pass {p.decision.pass_id} arrived at rank{ctx.rank} pass {p.pass_id}",
                 p,
             )
-        if ctx.is_last and p.decision.flags & Flag.HAS_ENTRIES and ctx.world > 1:
+        entries, carried = bool(p.decision.flags & Flag.HAS_ENTRIES), False
+        if self.carrier is not None:  # stamp on the way up (#1175), before anything is applied
+            rid, owed = pf.read_query(p.decision.aux[3])
+            rows = self.carrier.stamp(self.sched, rid) if rid >= 0 else []
+            p.decision = pf.stamped(p.decision, rows, entries)
+            # a lap rank 0 will read: before an output it receives, or one it said it owes
+            carried = rid >= 0 and (p.decision.aux[0] != codec.MODES["none"] or owed)
+        if ctx.is_last and (entries or carried) and ctx.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
             ctx.ch.send(
-                0, Message(Kind.LAP, p.slot, p.pass_id, ctx.epoch, aux=(p.decision.aux[1],))
+                0,
+                Message(
+                    Kind.LAP,
+                    p.slot,
+                    p.pass_id,
+                    ctx.epoch,
+                    aux=pf.lap_aux(p.decision, self.carrier, entries)
+                    if self.carrier is not None
+                    else (p.decision.aux[1],),
+                ),
             )
         if p.scheduled:
             self.apply(p)
@@ -112,11 +141,18 @@ class DecisionPolicy(Policy):
             return
         if block:
             if p.decision is not None and p.decision.flags & Flag.HAS_ENTRIES:
-                ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id)
-                self.laps += 1
-            return
-        while ctx.ch.try_recv(ctx.world - 1, Kind.LAP) is not None:
-            self.laps += 1
+                self.absorb_lap(ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id))
+        else:
+            while (msg := ctx.ch.try_recv(ctx.world - 1, Kind.LAP)) is not None:
+                self.absorb_lap(msg)
+        if self.carrier is not None and self.carrier.owe == p.pass_id:
+            # the lap this pass's decision said rank 0 owes (nothing in flight to read it)
+            self.absorb_lap(ctx.ch.recv(ctx.world - 1, Kind.LAP, p.slot, p.pass_id))
+
+    def absorb_lap(self, msg) -> None:
+        self.laps += 1
+        if self.carrier is not None:
+            self.carrier.absorb(msg.aux)
 
     # -- followers ------------------------------------------------------------------------
     def apply(self, p) -> None:
@@ -313,5 +349,6 @@ class DecisionPolicy(Policy):
         return {
             **self.n,
             **self.rec.counters(),
+            **(self.carrier.n if self.carrier is not None else {}),
             **(self.guard.counters() if self.ctx.is_first else self.told_rows.counters()),
         }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from ppx.engine.admission import reconcile
+from ppx.engine.admission import prefetch_floor, reconcile
 from ppx.engine.admission.told_rows import SCOPES
 
 ADVANCES = ("release", "completion")  # flip.epoch_advance
@@ -79,6 +79,7 @@ def validate_protocol(merged: DictConfig) -> None:
             )
         )
     reconcile.validate(a, int(merged.pp))
+    prefetch_floor.validate(merged)  # sgl-project#1175: group | rank0
     if g.miss not in ("sentinel", "zero"):
         raise ValueError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
     if g.prefix_clear not in ("serve", "never"):
