@@ -113,6 +113,9 @@ class FlipCfg:
     start_phase: str = "pp"
     inflight: str = "drain"  # drain | void
     max_flips: int = 0  # 0 = unbounded
+    # the token the TP phase's last batch sampled before a TP->PP cutover: shared (every rank
+    # appends it, sgl-project#987's fill tail published) | rank0_local (only rank 0 keeps it)
+    seam_tail: str = "shared"
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Row authority (sgl-project#1071/#1072/#1153), the log's end state, as a policy.
+"""Row authority (sgl-project#1071, the entry after it, #1153), the log's end state, as a policy.
 
 Rank 0's rows are the only truth: followers execute them and never retract; a row a follower
 cannot execute is a group STOP naming rank, rid and the numbers. Red: the retraction design it

@@ -17,8 +17,8 @@ def make_policy(name: str, ctx):
     if name in ("decision", "forwarded", "row_authority"):
         from ppx.engine.admission.decision import DecisionPolicy
 
-        # row authority (sgl-project#1071/#1072/#1153) is forwarded execution with no
-        # retraction and no void: validation pins on_refusal=stop and guard=off
+        # row authority (sgl-project#1071, the entry after it, #1153) is forwarded execution
+        # with no retraction and no void: validation pins on_refusal=stop and guard=off
         policy = DecisionPolicy(ctx, forwarded=name != "decision")
         policy.name = name
         return policy

@@ -35,7 +35,8 @@ def validate_protocol(merged: DictConfig) -> None:
         if g.name != "off":
             raise ValueError(
                 f"engine/guard={g.name} learns from retractions, which "
-                "engine/admission=row_authority never makes (sgl-project#1072)"
+                "engine/admission=row_authority never makes (its retraction branches were "
+                "deleted after sgl-project#1071)"
             )
     elif a.name == "forwarded":
         if a.on_refusal not in ON_REFUSAL:
