@@ -121,6 +121,9 @@ class FlipCfg:
     # when the epoch moves: release (before the residents' re-admission) | completion (after
     # it: the log's clock, sgl-project#1061b); read only by a told row (told_scope)
     epoch_advance: str = "release"
+    # the token the TP phase's last batch sampled before a TP->PP cutover: shared (every rank
+    # appends it, sgl-project#987's fill tail published) | rank0_local (only rank 0 keeps it)
+    seam_tail: str = "shared"
 
 
 @dataclass

@@ -87,6 +87,7 @@ def validate(cfg: DictConfig) -> DictConfig:
     ppr = merged.engine.kv.pool_per_rank
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
+    validate_flip(merged)
     from ppx.engine.admission.validate import validate_protocol
     from ppx.engine.ring import validate_ring
 
@@ -139,6 +140,38 @@ def validate(cfg: DictConfig) -> DictConfig:
                 f"engine/admission={merged.engine.admission.name} needs (try engine/ordering=decision_first)"
             )
     return merged
+
+
+SEAM_TAILS = ("shared", "rank0_local")
+
+
+def validate_flip(merged: DictConfig) -> None:
+    """The phase flip's switches; flip.seam_tail=rank0_local (sgl-project#987's red) needs a
+    TP->PP cutover and a follower to lack the tail."""
+    f = merged.flip
+    if f.start_phase not in ("pp", "tp"):
+        raise ConfigError(f"flip.start_phase={f.start_phase!r}: pp | tp")
+    if f.inflight not in ("drain", "void"):
+        raise ConfigError(f"flip.inflight={f.inflight!r}: drain | void")
+    if f.seam_tail not in SEAM_TAILS:
+        raise ConfigError(f"flip.seam_tail={f.seam_tail!r}: {' | '.join(SEAM_TAILS)}")
+    if f.seam_tail == "shared":
+        return
+    if not f.enabled:
+        raise ConfigError(
+            f"flip.seam_tail={f.seam_tail} means nothing without flips: the tail is lost only "
+            "at a TP->PP cutover (set flip=...)"
+        )
+    if merged.pp < 2:
+        raise ConfigError(
+            f"flip.seam_tail={f.seam_tail} needs pp >= 2: with one rank there is no follower "
+            "to lack rank 0's tail"
+        )
+    if f.max_flips == 1 and f.start_phase == "pp":
+        raise ConfigError(
+            f"flip.seam_tail={f.seam_tail} with flip.max_flips=1 from the PP phase never "
+            "crosses the TP->PP seam (set flip.start_phase=tp or more flips)"
+        )
 
 
 def validate_explore(merged: DictConfig) -> None:

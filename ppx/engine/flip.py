@@ -54,6 +54,9 @@ class FlipControl:
         self.cutover_ms: list[float] = []
         self.retracted = 0
         self.reprefill_tokens = 0
+        self.seam_tail = str(getattr(f, "seam_tail", "shared"))
+        self.tp_tail: list[int] = []  # rids the TP phase's last batch sampled a token for
+        self.seam_tails_lost = 0
 
     @property
     def draining(self) -> bool:
@@ -105,6 +108,8 @@ class FlipControl:
             self.reprefill_tokens += req.computed
             s.requeue(req)  # generated tokens are kept; the KV is about to be released
         self.retracted += len(residents)
+        if self.target == "pp":
+            self.cross_seam(pass_id, residents)
         if s.cache.host is not None:  # the released tree goes to the host tier of this layout
             s.cache.tree.evict(s.cache.tree.size, s.cache.host.save)
         target = self.target
@@ -142,6 +147,33 @@ class FlipControl:
         if ctx.rank == self.desync_rank and self.flips == 0:
             ctx.epoch += 1  # faults.epoch_desync_rank: this rank miscounts its first cutover
 
+    def note_tp_batch(self, rids: list[int]) -> None:
+        """The TP phase sampled a token for each of `rids` (every rank applied the same ones)."""
+        self.tp_tail = rids
+
+    def cross_seam(self, pass_id: int, residents: list) -> None:
+        """flip.seam_tail=rank0_local, the design before sgl-project#987: the token the TP
+        phase's last batch sampled never crosses the tp_to_pp seam, so only rank 0 keeps it and
+        a follower's fill is one token short (the log's 8447 vs 8446). `shared` (the fix
+        published fill_len + fill tail with the entry) is what ppx's broadcast already does."""
+        tail, self.tp_tail = set(self.tp_tail), []
+        if self.seam_tail != "rank0_local":
+            return
+        lost = [r for r in residents if r.rid in tail and r.output]
+        self.seam_tails_lost += len(lost)  # every rank counts the same rids: a group event
+        if self.ctx.is_first:
+            return
+        for req in lost:  # requeued already: no KV of this rank covers the dropped token
+            req.output.pop()
+            self.ctx.events.emit(
+                "seam_tail_lost",
+                pass_id,
+                -1,
+                req.rid,
+                self.ctx.epoch,
+                f"rank{self.ctx.rank} fill {req.seq_len} (rank0 holds {req.seq_len + 1})",
+            )
+
     def check_epochs(self, pass_id: int) -> None:
         ctx = self.ctx
         mine = torch.tensor([ctx.epoch], dtype=torch.int64)
@@ -162,5 +194,6 @@ class FlipControl:
             "flips": self.flips,
             "retracted_at_flip": self.retracted,
             "reprefill_tokens": self.reprefill_tokens,
+            "seam_tails_lost": self.seam_tails_lost,
             "cutover_ms": [round(x, 3) for x in ms],
         }

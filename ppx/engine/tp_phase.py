@@ -103,6 +103,7 @@ class TPPhase:
             tokens = self._bcast(tokens.to("cpu", torch.int64).contiguous(), pass_id)
             msg = Message(Kind.OUTPUT, 0, pass_id, ctx.epoch, tensors=[tokens])
             self.apply_output(0, batch, msg, None)
+            self.flip.note_tp_batch([e.rid for e in batch.entries if e.final])
         return bool(flags & Flag.SHUTDOWN), bool(flags & Flag.FLIP)
 
     def _follow(self, entries, mode: str, pass_id: int, obs: torch.Tensor):

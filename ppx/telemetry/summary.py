@@ -30,6 +30,7 @@ GROUP_COUNTERS = [
     "prefetch_deferred",
     "prefetch_clamped",
     "prefetch_floor_admits",
+    "seam_tails_lost",  # flip.seam_tail=rank0_local: requests whose TP tail stayed on rank 0
 ]
 
 
@@ -182,7 +183,14 @@ def build(
     for k in GROUP_COUNTERS:
         # a void or a flip is one group event that every rank records; retractions and
         # refusals are each rank's own
-        group_event = k in ("flips", "voids", "stops", "retracted_at_flip", "reprefill_tokens")
+        group_event = k in (
+            "flips",
+            "voids",
+            "stops",
+            "retracted_at_flip",
+            "reprefill_tokens",
+            "seam_tails_lost",
+        )
         vals = [v or 0 for v in per_rank[k]]
         s[k] = int(max(vals or [0])) if group_event else int(sum(vals))
     cut = sorted(rep0.get("cutover_ms", []))
