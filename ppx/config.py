@@ -54,6 +54,9 @@ class AdmissionCfg:
     geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
     reconcile: str = "slot"  # slot (#798) | scheduler (one scheduler-wide chunked pointer)
     void: str = "requeue"  # requeue | keep (#797b pp_void_keeps_request)
+    # a held continuation's local: planned (what this rank placed) | completed (the chunks
+    # whose results came back: the stagger of the #1071 strand, one chunk behind the told)
+    local_extent: str = "planned"
     # sgl-project#1175: group (rank 0 admits on the group's prefetch completion floor, carried
     # on the lap) | rank0 (its own completion); forwarded execution with a host tier, pp >= 2
     prefetch_floor: str = "group"

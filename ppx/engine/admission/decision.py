@@ -46,7 +46,11 @@ class DecisionPolicy(Policy):
         )
         ctx.sched.on_requeue = self.told_rows.retracted  # the plan carries it across flips
         a = cfg.engine.admission  # reconcile: slot | scheduler; void: requeue | keep (#798)
-        self.rec = Reconciler(getattr(a, "reconcile", "slot"), getattr(a, "void", "requeue"))
+        self.rec = Reconciler(
+            getattr(a, "reconcile", "slot"),
+            getattr(a, "void", "requeue"),
+            getattr(a, "local_extent", "planned"),  # planned | completed (the stagger)
+        )
         self.void_streak: list[tuple[int, int, int]] = []
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
         self.carrier = pf.carrier_for(ctx, forwarded)
@@ -193,7 +197,10 @@ class DecisionPolicy(Policy):
             if not held:
                 self.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
                 self.told_rows.stamp(e.rid, e.prefix_len, ctx.epoch)
-            local = UNRESOLVED if missed else req.computed if held else self.local_match(req)
+            if missed:
+                local = UNRESOLVED
+            else:
+                local = self.rec.held_extent(s, req) if held else self.local_match(req)
             if (
                 local == UNRESOLVED
                 and not missed

@@ -14,6 +14,15 @@ Two switches, each a design the reference log ran:
   chunked request) stays where it is, parked back to where the pass found it, and the void
   restores the scheduler-wide pointer from the slot's snapshot (`chunked_before`).
 
+- `engine.admission.local_extent`: what a follower reads as its own extent of a request it
+  holds mid-prefill, the number a continuation's told is compared with. `planned` (default)
+  is everything this rank has placed, the same pipeline position as rank 0's plan;
+  `completed` is the rear-most extent whose chunk results this rank has applied -- the log's
+  stagger (the #1071 strand, measured on boot_855_1071cut: `told=8192 local=4096` on the
+  first chunked prefill of an empty store, told being chunk 3's start and local chunk 1's
+  end). Chunked prefill runs ahead of outputs, so with a chunk in flight in another slot the
+  two operands sit at different positions and a healthy continuation reads as a shortfall.
+
 Together (`scheduler` + `keep`, two or more slots in flight): the void of one slot restores
 that slot's snapshot while another slot's decision is being reconciled, the kept request is
 in neither place the lookup reads, the miss is read as a measurement, the pass is retracted
@@ -31,13 +40,17 @@ if TYPE_CHECKING:
 
 RECONCILE = ("slot", "scheduler")
 VOIDS = ("requeue", "keep")
+EXTENTS = ("planned", "completed")
 
 
 class Reconciler:
-    def __init__(self, reconcile: str = "slot", void: str = "requeue") -> None:
+    def __init__(
+        self, reconcile: str = "slot", void: str = "requeue", local_extent: str = "planned"
+    ) -> None:
         self.slot_blind = reconcile == "scheduler"
         self.keep = void == "keep"
-        self.misses = self.kept = self.slot_answers = 0
+        self.completed = local_extent == "completed"
+        self.misses = self.kept = self.slot_answers = self.staggered = 0
 
     def snapshot(self, s: Scheduler, slot: int) -> None:
         """At the top of a pass: what the slot's chunked pointer was before this pass placed
@@ -59,6 +72,26 @@ class Reconciler:
             and req not in s.waiting
             and req.computed < req.seq_len
         )
+
+    def held_extent(self, s: Scheduler, req: Req) -> int:
+        """This rank's extent of a request it holds mid-prefill, at the configured position."""
+        if not self.completed:
+            return req.computed
+        # chunks placed in other slots whose results have not come back yet (the slot being
+        # reconciled is empty: its previous batch's output was applied before it was reused)
+        ahead = sum(
+            e.extend_len
+            for b in s.inflight
+            if b is not None
+            and b.placed
+            and not b.voided
+            and b.incarnation.get(req.rid) == req.admit_seq
+            and req.rid not in b.rolled
+            for e in b.entries
+            if e.rid == req.rid
+        )
+        self.staggered += ahead > 0
+        return req.computed - ahead
 
     def repoint(self, s: Scheduler, req: Req) -> None:
         """The slot's own request answered where the scheduler-wide pointer had been restored
@@ -104,6 +137,7 @@ class Reconciler:
             "reconcile_misses": self.misses,
             "reconcile_slot_answers": self.slot_answers,
             "void_kept": self.kept,
+            "staggered_reads": self.staggered,
         }
 
 
@@ -115,6 +149,20 @@ def validate(a, pp: int) -> None:
         raise ValueError(f"engine.admission.reconcile={reconcile!r}: {' | '.join(RECONCILE)}")
     if void not in VOIDS:
         raise ValueError(f"engine.admission.void={void!r}: {' | '.join(VOIDS)}")
+    extent = getattr(a, "local_extent", "planned")
+    if extent not in EXTENTS:
+        raise ValueError(f"engine.admission.local_extent={extent!r}: {' | '.join(EXTENTS)}")
+    if extent != "planned":
+        if a.name == "rank_local":
+            raise ValueError(
+                f"engine.admission.local_extent={extent} means nothing: "
+                "engine/admission=rank_local has no told to compare it with"
+            )
+        if pp < 2:
+            raise ValueError(
+                f"engine.admission.local_extent={extent} needs pp >= 2: with one rank there "
+                "is no follower and no chunk in flight ahead of its result"
+            )
     if (reconcile, void) == ("slot", "requeue"):
         return
     if a.name in ("rank_local", "row_authority"):
