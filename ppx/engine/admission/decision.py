@@ -16,13 +16,14 @@ from ppx.core import Flag, Kind, Message, Req, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission import prefetch_floor as pf
 from ppx.engine.admission.base import Policy
+from ppx.engine.admission.follow import Follower
 from ppx.engine.admission.reconcile import Reconciler
 from ppx.engine.admission.told_rows import ToldRows
 from ppx.engine.board import F
-from ppx.engine.guard import POOL_SHORT, UNRESOLVED, Guard
+from ppx.engine.guard import Guard
 
 
-class DecisionPolicy(Policy):
+class DecisionPolicy(Follower, Policy):
     def __init__(self, ctx, forwarded: bool) -> None:
         super().__init__(ctx)
         cfg = ctx.cfg
@@ -158,124 +159,6 @@ class DecisionPolicy(Policy):
         if self.carrier is not None:
             self.carrier.absorb(msg.aux)
 
-    # -- followers ------------------------------------------------------------------------
-    def apply(self, p) -> None:
-        """Form this follower's batch from the decision (after both the chain and the decision
-        of this pass are in)."""
-        ctx, s = self.ctx, self.sched
-        mode = codec.MODE_NAMES[p.decision.aux[0]]
-        if mode == "none":
-            p.batch = None
-            return
-        if mode == "decode":
-            entries = s.decode_entries(p.slot)
-            n, checksum = p.decision.aux[1], p.decision.aux[2]
-            if (len(entries), sum(e.rid for e in entries) & 0x7FFFFFFF) != (n, checksum):
-                ctx.stop(
-                    f"decode membership: rank{ctx.rank} slot={p.slot} told {n} requests "
-                    f"(rid sum {checksum}) but runs {sorted(e.rid for e in entries)}",
-                    p,
-                )
-            p.batch = s.place(entries, p.slot, p.pass_id, "decode")
-            return
-        entries = codec.decode(p.decision.tensors[0])
-        obs = []
-        for e in entries:
-            req = s.reqs.get(e.rid)
-            if req is None:
-                ctx.stop(
-                    f"decision names rid {e.rid} unknown to rank{ctx.rank} (pass {p.pass_id})", p
-                )
-            held = self.rec.held_chunked(s, req, p.slot)
-            missed = self.rec.missed(s, req, e, p.slot)
-            if e.continues != held and not missed:
-                # the continuation path obeys the decision too: a chunk that continues a
-                # prefill this rank never started (or a fresh admission of what this rank has
-                # mid-prefill) is a divergence, reported with what this rank holds
-                obs.append([ctx.rank, e.rid, e.prefix_len, req.computed if held else 0])
-                continue
-            if not held:
-                self.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
-                self.told_rows.stamp(e.rid, e.prefix_len, ctx.epoch)
-            if missed:
-                local = UNRESOLVED
-            else:
-                local = self.rec.held_extent(s, req) if held else self.local_match(req)
-            if (
-                local == UNRESOLVED
-                and not missed
-                and s.cache.tree_match(req.tokens) >= e.prefix_len
-            ):
-                local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
-            local = self.guard.read_miss(local)  # engine.guard.miss=zero: a false 0
-            ok = local != UNRESOLVED and (local == e.prefix_len if held else local >= e.prefix_len)
-            if not ok:
-                obs.append([ctx.rank, e.rid, e.prefix_len, local])
-        if obs:
-            self.retract(p, entries, obs)
-            return
-        admitted, budget = [], s.chunk_size
-        for e in entries:
-            req = s.reqs[e.rid]
-            if e.continues and req is not s.chunked:
-                self.rec.repoint(s, req)
-            if self.rederive and not self.rec.held_chunked(s, req, p.slot):
-                # the log's decision mode: truncate to told, then the adder derives both numbers
-                # again from this rank's own state, so a prefix its tree holds beyond told (or
-                # a host load that landed meanwhile) comes back (instr20: told 0, load-back
-                # 512, a 333-token batch against rank 0's 512 rows)
-                s.cache.land_prefetches()
-                prefix = max(e.prefix_len, s.cache.tree_match(req.tokens))
-                got = s.admit_entry(req, prefix, budget)
-            else:
-                got = s.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
-            if got is None:
-                # this rank's pool cannot hold what it is told (admissions earlier in this
-                # same decision took the room): the same refusal as a missing prefix, never
-                # an exception; the void rolls back what this pass admitted so far
-                self.retract(p, entries, [[ctx.rank, e.rid, e.prefix_len, POOL_SHORT]])
-                return
-            admitted.append(got)
-            budget -= got.extend_len
-            if self.rederive:
-                continue  # nothing here compares: the proxy width check is what sees it
-            if got.extend_len != e.extend_len or got.final != e.final:
-                ctx.stop(
-                    f"chunk geometry: rank{ctx.rank} rid {e.rid} told extend {e.extend_len} "
-                    f"but would compute {got.extend_len}",
-                    p,
-                )
-        p.batch = s.place(admitted, p.slot, p.pass_id, "prefill")
-
-    def retract(self, p, entries, obs) -> None:
-        ctx = self.ctx
-        kind = "refusal" if self.forwarded else "retract"
-        for rank, rid, told, local in obs:
-            msg = f"rank{rank} {kind} rid={rid} told={told} local={local}"
-            print(f"ppx warning: {msg}", file=sys.stderr)
-            ctx.events.emit(kind, p.pass_id, p.slot, rid, ctx.epoch, msg)
-        self.n["refusals" if self.forwarded else "retractions"] += len(obs)
-        ctx.board.add(F.RETRACTIONS, len(obs))
-        if self.forwarded and self.on_refusal == "stop":
-            self.n["stops"] += 1
-            ctx.stop(
-                f"{self.name} refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
-                f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}",
-                p,
-            )
-        incarnation = {e.rid: self.sched.reqs[e.rid].admit_seq for e in entries}
-        p.batch = SlotBatch(
-            p.slot,
-            p.pass_id,
-            "prefill",
-            entries,
-            voided=True,
-            placed=False,
-            incarnation=incarnation,
-            obs=obs,
-        )
-        self.sched.inflight[p.slot] = p.batch
-
     # -- the output ring: voids -----------------------------------------------------------
     def absorb(self, slot: int, batch: SlotBatch, msg, p) -> bool:
         ctx = self.ctx
@@ -306,14 +189,7 @@ class DecisionPolicy(Policy):
             f"pass {batch.pass_id} requeued {[r.rid for r in requeued]} obs {obs}",
         )
         if ctx.is_first:
-            self.void_streak.append(tuple(obs[0][1:]) if obs else (-1, -1, -1))
-            if len(self.void_streak) >= self.livelock_passes:
-                pairs = sorted(set(self.void_streak))[:4]
-                ctx.stop(
-                    f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
-                    f"served; (rid, told, local) repeating: {pairs}",
-                    p,
-                )
+            self.count_void(tuple(obs[0][1:]) if obs else (-1, -1, -1), "", p)
         return True
 
     def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
@@ -322,12 +198,19 @@ class DecisionPolicy(Policy):
             for rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
-            self.void_streak.append(tuple(obs[0]))
-            if len(self.void_streak) >= self.livelock_passes:
-                self.ctx.stop(
-                    f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
-                    f"served (TP phase); (rid, told, local) repeating: {sorted(set(self.void_streak))[:4]}"
-                )
+            self.count_void(tuple(obs[0]), " (TP phase)", None)
+
+    def count_void(self, key: tuple, where: str, p) -> None:
+        """Rank 0: a voided pass with no token served since the last one; the bound ends a
+        run that only voids (sgl-project#630), naming what repeats."""
+        self.void_streak.append(key)
+        if len(self.void_streak) >= self.livelock_passes:
+            pairs = sorted(set(self.void_streak))[:4]
+            self.ctx.stop(
+                f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
+                f"served{where}; (rid, told, local) repeating: {pairs}",
+                p,
+            )
 
     def escalate(self, rid: int, reports: int) -> None:
         """The defer cap ran out for `rid`: its next offer is told=0 (sgl-project#944)."""
