@@ -54,6 +54,9 @@ class AdmissionCfg:
     geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
     reconcile: str = "slot"  # slot (#798) | scheduler (one scheduler-wide chunked pointer)
     void: str = "requeue"  # requeue | keep (#797b pp_void_keeps_request)
+    # a follower's prefill order: decision (rank 0's) | queue (its own waiting queue's: the
+    # gap #791's forwarded slice 1 named, permuted rows under an equal width)
+    batch_order: str = "decision"
     # a held continuation's local: planned (what this rank placed) | completed (the chunks
     # whose results came back: the stagger of the #1071 strand, one chunk behind the told)
     local_extent: str = "planned"

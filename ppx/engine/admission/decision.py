@@ -52,6 +52,8 @@ class DecisionPolicy(Follower, Policy):
             getattr(a, "void", "requeue"),
             getattr(a, "local_extent", "planned"),  # planned | completed (the stagger)
         )
+        # a follower's prefill in rank 0's decision order (default) or its own queue's order
+        self.queue_order = getattr(a, "batch_order", "decision") == "queue"
         self.void_streak: list[tuple[int, int, int]] = []
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
         self.carrier = pf.carrier_for(ctx, forwarded)

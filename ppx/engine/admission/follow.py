@@ -76,6 +76,9 @@ class Follower:
         if obs:
             self.retract(p, entries, obs)
             return
+        # engine.admission.batch_order=queue (#791 forwarded slice 1, its stated gap): this
+        # rank's own candidate order, taken before the admissions below leave the queue
+        order = {r.rid: i for i, r in enumerate(s.candidates())} if self.queue_order else {}
         admitted, budget = [], s.chunk_size
         for e in entries:
             req = s.reqs[e.rid]
@@ -107,6 +110,10 @@ class Follower:
                     f"but would compute {got.extend_len}",
                     p,
                 )
+        if order:
+            # the same rids and lengths, so the same width: only the proxy's fingerprint (or the
+            # oracle, behind engine.width_check=rows) sees rows that belong to other requests
+            admitted.sort(key=lambda e: order.get(e.rid, -1))
         p.batch = s.place(admitted, p.slot, p.pass_id, "prefill")
 
     def retract(self, p, entries, obs) -> None:

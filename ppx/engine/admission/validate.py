@@ -78,6 +78,7 @@ def validate_protocol(merged: DictConfig) -> None:
                 else "has no told)"
             )
         )
+    validate_batch_order(a, int(merged.pp))
     reconcile.validate(a, int(merged.pp))
     prefetch_floor.validate(merged)  # sgl-project#1175: group | rank0
     if g.miss not in ("sentinel", "zero"):
@@ -108,4 +109,26 @@ def validate_epoch_advance(merged: DictConfig) -> None:
         raise ValueError(
             f"flip.epoch_advance={adv} is read only by a told row re-admitted at the cutover, "
             "and engine.admission.told_scope=pass stamps none (promise | epoch | epoch_retract)"
+        )
+
+
+def validate_batch_order(a, pp: int) -> None:
+    """engine.admission.batch_order=queue: a follower sorts rank 0's decision into its own
+    queue order, so it needs a decision to sort and a follower to sort it."""
+    order = getattr(a, "batch_order", "decision")
+    if order not in ("decision", "queue"):
+        raise ValueError(f"engine.admission.batch_order={order!r}: decision | queue")
+    if order == "decision":
+        return
+    if a.name not in ("decision", "forwarded"):
+        why = (
+            "executes rank 0's rows verbatim, order included"
+            if a.name == "row_authority"
+            else "has no decision to reorder"
+        )
+        raise ValueError(f"engine.admission.batch_order=queue means nothing: {a.name} {why}")
+    if pp < 2:
+        raise ValueError(
+            "engine.admission.batch_order=queue needs pp >= 2: with one rank there is no "
+            "follower to reorder rank 0's decision"
         )
