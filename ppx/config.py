@@ -93,6 +93,9 @@ class KVCfg:
     pool_per_rank: list[int] | None = None
     host_tier: bool = False
     prefetch_ms: list[float] | None = None  # per-rank prefetch completion time
+    # who starts a load-back: local (every rank at its own match, #1046) | admitted (only for
+    # a rid whose extent an admitted decision published, the #1040 chain)
+    load_back: str = "local"
 
 
 @dataclass

@@ -25,6 +25,7 @@ GROUP_COUNTERS = [
     "reconcile_misses",  # engine.admission.reconcile=scheduler: a rid the lookup found nowhere
     "reconcile_slot_answers",  # reconcile=slot: the slot's request answered a clobbered pointer
     "void_kept",  # engine.admission.void=keep: voided members parked in place
+    "load_back_deferred",  # engine.kv.load_back=admitted: a host hit with no extent to load it
     "staggered_reads",  # local_extent=completed: a held extent read with a chunk still ahead
     # engine.admission.prefetch_floor=group (#1175): rank 0 deferred a rid on the group's
     # completion floor / clamped to it / admitted because it covered what rank 0 wanted

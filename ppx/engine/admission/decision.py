@@ -17,6 +17,7 @@ from ppx.engine.admission import codec
 from ppx.engine.admission import prefetch_floor as pf
 from ppx.engine.admission.base import Policy
 from ppx.engine.admission.follow import Follower
+from ppx.engine.admission.load_back import LoadBackGate
 from ppx.engine.admission.reconcile import Reconciler
 from ppx.engine.admission.told_rows import ToldRows
 from ppx.engine.board import F
@@ -52,6 +53,9 @@ class DecisionPolicy(Follower, Policy):
             getattr(a, "void", "requeue"),
             getattr(a, "local_extent", "planned"),  # planned | completed (the stagger)
         )
+        # engine.kv.load_back: local (#1046) | admitted (#1040: a load needs a published extent)
+        kv = getattr(cfg.engine, "kv", None)
+        self.load_back = LoadBackGate(getattr(kv, "load_back", "local"), self.livelock_passes)
         # a follower's prefill in rank 0's decision order (default) or its own queue's order
         self.queue_order = getattr(a, "batch_order", "decision") == "queue"
         self.void_streak: list[tuple[int, int, int]] = []
@@ -69,11 +73,21 @@ class DecisionPolicy(Follower, Policy):
             return want
         return pf.admit_on_floor(self.ctx, self.carrier, req.rid, want)  # #1175
 
+    def local_match(self, req) -> int:
+        may = self.load_back.may_load(req.rid)
+        local = self.sched.cache.match(req.tokens, may_load=may)
+        self.load_back.deferred += local < 0 and not may
+        return local
+
     def schedule(self, p) -> None:
         self.rec.snapshot(self.sched, p.slot)
         if self.ctx.is_first:
             p.batch = self.local_prefill(p.slot, p.pass_id)
             b = p.batch
+            if b is not None:
+                self.load_back.published(b.rids)  # rank 0's own row, parked for the lap
+            if (why := self.load_back.starved(self.sched)) is not None:
+                self.ctx.stop(why, p)
             mode = codec.MODES[b.mode] if b is not None else codec.MODES["none"]
             # only a prefill decision carries entries; a decode pass's membership is the
             # slot's running set on every rank, so it travels as a count and a checksum
@@ -241,6 +255,7 @@ class DecisionPolicy(Follower, Policy):
         return {
             **self.n,
             **self.rec.counters(),
+            **self.load_back.counters(),
             **(self.carrier.n if self.carrier is not None else {}),
             **(self.guard.counters() if self.ctx.is_first else self.told_rows.counters()),
         }

@@ -41,6 +41,7 @@ class Follower:
             p.batch = s.place(entries, p.slot, p.pass_id, "decode")
             return
         entries = codec.decode(p.decision.tensors[0])
+        self.load_back.published(e.rid for e in entries)  # before this rank matches them
         obs = []
         for e in entries:
             req = s.reqs.get(e.rid)

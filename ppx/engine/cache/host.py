@@ -73,6 +73,10 @@ class HostTier:
         e = self.loading.get(tuple(tokens[: matched + 1]))
         return e is not None and self.clock() < e.lands_at
 
+    def holds(self, tokens: list[int], matched: int) -> bool:
+        """Does the host hold a continuation of `tokens[:matched]` (loadable now)?"""
+        return tuple(tokens[: matched + 1]) in self.entries
+
     def start_load(self, tokens: list[int], matched: int, alloc) -> bool:
         """If the host holds the continuation of `tokens[:matched]`, start loading it into
         freshly allocated slots; returns True when a load was started."""

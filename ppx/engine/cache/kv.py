@@ -71,15 +71,18 @@ class KVCache:
         return [self.free.pop() for _ in range(n)]
 
     # -- request lifecycle ----------------------------------------------------------------
-    def match(self, tokens: list[int]) -> int:
+    def match(self, tokens: list[int], may_load: bool = True) -> int:
         """Local prefix length for a sequence, leaving one token to compute. With a host
         tier: -1 (unresolved) while the continuation is being loaded back, and a load is
-        started when the host holds it."""
+        started when the host holds it; -1 too, starting nothing, when the host holds it but
+        the caller may not load it yet (engine.kv.load_back=admitted: no extent)."""
         self.land_prefetches()
         usable = tokens[: max(len(tokens) - 1, 0)]
         slots, _ = self.tree.match(usable)
         if self.host is not None and len(slots) < len(usable):
             if self.host.pending_for(usable, len(slots)):
+                return -1
+            if not may_load and self.host.holds(usable, len(slots)):
                 return -1
             if self.host.start_load(usable, len(slots), self._alloc_spare):
                 return -1
