@@ -5,7 +5,8 @@ decision, or say by name why it cannot (a retraction, a refusal, a stop).
 a fresh admission, the extent it placed for a continuation (the same pipeline position as
 rank 0's plan; `engine.admission.local_extent=completed` reads the chunks whose results came
 back instead, the log's stagger). Mismatches are collected over the whole decision first, so
-the void (or stop) names every rid this rank could not run.
+the void (or stop) names every rid this rank could not run. `engine.admission.follower_seats=veto`
+adds the rids beyond this rank's own seat count (ppx/engine/admission/seats.py, #1153 F2).
 """
 
 from __future__ import annotations
