@@ -60,6 +60,9 @@ class AdmissionCfg:
     # a held continuation's local: planned (what this rank placed) | completed (the chunks
     # whose results came back: the stagger of the #1071 strand, one chunk behind the told)
     local_extent: str = "planned"
+    # sgl-project#1153 F2: ignore (a follower's own seat count is no verdict on a forwarded
+    # schedule) | veto (the count gates before F2: it refuses the rids beyond its count)
+    follower_seats: str = "ignore"
     # sgl-project#1175: group (rank 0 admits on the group's prefetch completion floor, carried
     # on the lap) | rank0 (its own completion); forwarded execution with a host tier, pp >= 2
     prefetch_floor: str = "group"

@@ -24,6 +24,9 @@ from collections.abc import Callable
 
 UNRESOLVED = -1  # the follower could not measure its coverage (e.g. a prefetch pending)
 POOL_SHORT = -2  # the follower holds the prefix but its pool cannot hold the rest: no floor
+# follower_seats=veto: the follower's own seat count said full (not coverage, not the
+# allocator): no floor either
+SEATS_SHORT = -3
 
 
 def prefix_key(tokens: list[int], length: int) -> str:
@@ -55,6 +58,7 @@ class Guard:
         self.hold: set[int] = set()
         self.escalated: set[int] = set()
         self.floors_learned = self.clamps = self.unresolved = self.pool_short = 0
+        self.seats_short = 0
         self.escalations = self.prefix_cleared = 0
 
     def read_miss(self, local: int) -> int:
@@ -85,6 +89,9 @@ class Guard:
     def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
         if local == POOL_SHORT:
             self.pool_short += 1  # capacity, not coverage: a floor here would cost reuse
+            return
+        if local == SEATS_SHORT:
+            self.seats_short += 1  # a rank-local count, not coverage: no floor either
             return
         if local == UNRESOLVED:
             self.unresolved += 1  # counted with the guard off too: it is what the rank said

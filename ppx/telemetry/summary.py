@@ -27,6 +27,7 @@ GROUP_COUNTERS = [
     "void_kept",  # engine.admission.void=keep: voided members parked in place
     "load_back_deferred",  # engine.kv.load_back=admitted: a host hit with no extent to load it
     "staggered_reads",  # local_extent=completed: a held extent read with a chunk still ahead
+    "seat_vetoes",  # follower_seats=veto: rids a follower refused on its own seat count (#1153 F2)
     # engine.admission.prefetch_floor=group (#1175): rank 0 deferred a rid on the group's
     # completion floor / clamped to it / admitted because it covered what rank 0 wanted
     "prefetch_deferred",

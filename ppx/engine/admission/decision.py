@@ -62,7 +62,11 @@ class DecisionPolicy(Follower, Policy):
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
         self.carrier = pf.carrier_for(ctx, forwarded)
         self.laps = 0
-        self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
+        self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0, "seat_vetoes": 0}
+        # engine.admission.follower_seats=veto: a follower's own seat count refuses rids of a
+        # forwarded schedule (the count gates #1153 F2 removed); ignore (default) never does
+        self.seat_veto = forwarded and getattr(a, "follower_seats", "ignore") == "veto"
+        self.seat_note = ""  # the numbers of the last veto, for a stop's reason
         # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
         # plan), so a follower never lacks room for what it is told
 

@@ -5,7 +5,8 @@ decision, or say by name why it cannot (a retraction, a refusal, a stop).
 a fresh admission, the extent it placed for a continuation (the same pipeline position as
 rank 0's plan; `engine.admission.local_extent=completed` reads the chunks whose results came
 back instead, the log's stagger). Mismatches are collected over the whole decision first, so
-the void (or stop) names every rid this rank could not run.
+the void (or stop) names every rid this rank could not run. `engine.admission.follower_seats=veto`
+adds the rids beyond this rank's own seat count (ppx/engine/admission/seats.py, #1153 F2).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from __future__ import annotations
 import sys
 
 from ppx.core import SlotBatch
-from ppx.engine.admission import codec
+from ppx.engine.admission import codec, seats
 from ppx.engine.board import F
-from ppx.engine.guard import POOL_SHORT, UNRESOLVED
+from ppx.engine.guard import POOL_SHORT, SEATS_SHORT, UNRESOLVED
 
 
 class Follower:
@@ -74,6 +75,14 @@ class Follower:
             ok = local != UNRESOLVED and (local == e.prefix_len if held else local >= e.prefix_len)
             if not ok:
                 obs.append([ctx.rank, e.rid, e.prefix_len, local])
+        if self.seat_veto:
+            # follower_seats=veto: the pre-#1153-F2 count gates on a forwarded schedule; this
+            # rank's own seat count refuses the rids beyond it, whatever its allocator holds
+            vetoed, self.seat_note = seats.veto(s, entries, ctx.rank)
+            named = {row[1] for row in obs}
+            vetoed = [row for row in vetoed if row[1] not in named]
+            self.n["seat_vetoes"] += len(vetoed)
+            obs += vetoed
         if obs:
             self.retract(p, entries, obs)
             return
@@ -128,9 +137,11 @@ class Follower:
         ctx.board.add(F.RETRACTIONS, len(obs))
         if self.forwarded and self.on_refusal == "stop":
             self.n["stops"] += 1
+            why = f"; {self.seat_note}" if obs[0][3] == SEATS_SHORT else ""
             ctx.stop(
                 f"{self.name} refusal (on_refusal=stop): rank{obs[0][0]} cannot execute rid={obs[0][1]} "
-                f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}",
+                f"prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} pass={p.pass_id}"
+                + why,
                 p,
             )
         incarnation = {e.rid: self.sched.reqs[e.rid].admit_seq for e in entries}

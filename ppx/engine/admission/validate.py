@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from ppx.engine.admission import load_back, prefetch_floor, reconcile
+from ppx.engine.admission import load_back, prefetch_floor, reconcile, seats
 from ppx.engine.admission.told_rows import SCOPES
 
 ADVANCES = ("release", "completion")  # flip.epoch_advance
@@ -82,6 +82,7 @@ def validate_protocol(merged: DictConfig) -> None:
     reconcile.validate(a, int(merged.pp))
     prefetch_floor.validate(merged)  # sgl-project#1175: group | rank0
     load_back.validate(merged)  # sgl-project#1040/#1046: admitted | local
+    seats.validate(merged)  # sgl-project#1153 F2: ignore | veto
     if g.miss not in ("sentinel", "zero"):
         raise ValueError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
     if g.prefix_clear not in ("serve", "never"):
