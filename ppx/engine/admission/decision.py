@@ -36,6 +36,7 @@ class DecisionPolicy(Follower, Policy):
             int(g.defer_cap),
             miss=getattr(g, "miss", "sentinel"),
             prefix_clear=getattr(g, "prefix_clear", "serve"),
+            defer_streak=getattr(g, "defer_streak", "refusal"),
             on_escalate=self.escalate,
         )
         self.livelock_passes = int(cfg.engine.livelock_passes)
@@ -56,6 +57,8 @@ class DecisionPolicy(Follower, Policy):
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
         self.carrier = pf.carrier_for(ctx, forwarded)
         self.laps = 0
+        # faults.offer_flap (rank 0): rids whose match is read `flap` tokens short this offer
+        self.flap, self.flapped = int(getattr(cfg.faults, "offer_flap", 0)), set()
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
         # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
         # plan), so a follower never lacks room for what it is told
@@ -66,6 +69,12 @@ class DecisionPolicy(Follower, Policy):
         if want is None or self.carrier is None or self.ctx.plan.phase != "pp":
             return want
         return pf.admit_on_floor(self.ctx, self.carrier, req.rid, want)  # #1175
+
+    def local_match(self, req) -> int:
+        local = super().local_match(req)
+        if req.rid in self.flapped and local > self.flap:
+            return local - self.flap  # faults.offer_flap: the extension is gone this offer
+        return local
 
     def schedule(self, p) -> None:
         self.rec.snapshot(self.sched, p.slot)
@@ -177,6 +186,8 @@ class DecisionPolicy(Follower, Policy):
             for _rank, rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
+                if self.flap > 0:
+                    self.flapped ^= {rid}  # faults.offer_flap: each void toggles the match
         requeued = self.rec.void(self.sched, batch)
         self.n["voids"] += 1
         ctx.board.add(F.VOIDS)
@@ -233,6 +244,7 @@ class DecisionPolicy(Follower, Policy):
 
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
+        self.flapped.discard(rid)
         self.told_rows.drop(rid)
 
     def counters(self) -> dict:
