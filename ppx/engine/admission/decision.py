@@ -186,8 +186,8 @@ class DecisionPolicy(Follower, Policy):
             for _rank, rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
-                if self.flap > 0:
-                    self.flapped ^= {rid}  # faults.offer_flap: each void toggles the match
+            if self.flap > 0:  # faults.offer_flap: each void toggles the match (once per rid)
+                self.flapped ^= {row[1] for row in obs}
         requeued = self.rec.void(self.sched, batch)
         self.n["voids"] += 1
         ctx.board.add(F.VOIDS)
