@@ -83,6 +83,7 @@ class GuardCfg:
     defer_cap: int = 3  # <= 0 disables the bound (sgl-project#944)
     miss: str = "sentinel"  # sentinel (-1, deferred) | zero (read as a measurement)
     prefix_clear: str = "serve"  # serve (#963) | never (the withdrawn mutant)
+    defer_streak: str = "refusal"  # refusal (#987 Part A) | offer (#944's offer-keyed streak)
 
 
 @dataclass
@@ -161,6 +162,10 @@ class FaultsCfg:
     lose_rank: int = -1
     lose_kind: str | None = None  # chain | proxy | output | decision | lap
     lose_seq: int = 0
+    # offer_flap: rank 0's radix match for a request loses this many tokens after each void of
+    # it and regains them after the next (its unshared extension dropped and recomputed), so
+    # a refused rid's offers alternate: boot 7's told 7939 / 0 (sgl-project#987). 0 = off
+    offer_flap: int = 0
 
 
 @dataclass

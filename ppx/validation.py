@@ -121,6 +121,12 @@ def validate(cfg: DictConfig) -> DictConfig:
             f"faults.corrupt_rank={f.corrupt_rank}: tokens are sampled on the last rank "
             f"({pp - 1}, or -2 for whichever is last; -1 = off)"
         )
+    flap = int(f.get("offer_flap", 0))
+    if flap < 0 or flap > 0 and merged.engine.admission.name not in ("decision", "forwarded"):
+        raise ConfigError(
+            f"faults.offer_flap={flap}: a token count >= 0, and only rank 0's offer flaps "
+            f"(engine/admission=decision or forwarded, not {merged.engine.admission.name})"
+        )
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
     validate_text(merged)

@@ -15,6 +15,14 @@ Switches, each a design the reference log adopted and later changed:
   per-rid defer cap escalates to told=0 (sgl-project#944); `zero` reads it as local = 0, a
   measurement nobody made, from which floors are learned.
 - `defer_cap <= 0` disables the bound (so it can be neutered on its own, as in the log).
+- `defer_streak`: `refusal` (default, sgl-project#987 Part A) keys the unresolved streak on the
+  rid's refusals: it survives a change of offer, the escalation holds until the rid is served,
+  and a refused told<=0 counts like any other. `offer` is the #944 era: the streak is keyed on
+  rank 0's offer (`note_offer`): a different `told` for the rid restarts it, and a told<=0
+  offer is honourable by definition, so its refusal is never counted. The cap's own pin
+  (told=0) is such a change, so under `offer` an escalation lasts one offer; if that told=0 is
+  refused, the next offer is the measured one again and the streak starts over: boot 7's
+  alternation (told 7939 / 0, 1 termination in 506 laps).
 """
 
 from __future__ import annotations
@@ -46,10 +54,13 @@ class Guard:
         defer_cap: int,
         miss: str = "sentinel",
         prefix_clear: str = "serve",
+        defer_streak: str = "refusal",
         on_escalate: Callable[[int, int], None] | None = None,
     ) -> None:
         self.mode, self.defer_cap = mode, defer_cap
         self.miss, self.prefix_clear = miss, prefix_clear
+        self.offer_keyed = defer_streak == "offer"
+        self.last_offer: dict[int, int] = {}  # rid -> rank 0's previous told (offer keying)
         self.on_escalate = on_escalate  # (rid, unresolved reports) -> the named event
         self.rid_floor: dict[int, int] = {}
         self.prefix_floor: dict[str, int] = {}
@@ -60,6 +71,7 @@ class Guard:
         self.floors_learned = self.clamps = self.unresolved = self.pool_short = 0
         self.seats_short = 0
         self.escalations = self.prefix_cleared = 0
+        self.streak_resets = self.exempt = 0
 
     def read_miss(self, local: int) -> int:
         """What a follower reports for a lookup it could not resolve."""
@@ -71,7 +83,10 @@ class Guard:
             return local
         if rid in self.escalated:
             self.clamps += 1
-            return 0  # escalated: recompute everything, which every rank can
+            if self.offer_keyed:
+                # the offer-keyed streak restarts at the pin itself: it lasts one offer
+                self.escalated.discard(rid)
+            return self.note_offer(rid, 0)  # escalated: recompute everything, which every rank can
         if rid in self.hold:  # an unresolved report: give the follower one round to settle
             self.hold.discard(rid)
             return None
@@ -83,8 +98,18 @@ class Guard:
         floor = min(floors) if floors else None
         if floor is not None and floor < local:
             self.clamps += 1
-            return floor
-        return local
+            return self.note_offer(rid, floor)
+        return self.note_offer(rid, local)
+
+    def note_offer(self, rid: int, told: int) -> int:
+        """Rank 0 offers `told` for `rid`. Under `defer_streak=offer` an offer different from
+        the last one restarts the rid's unresolved streak (#944's note_offer)."""
+        if self.offer_keyed:
+            last = self.last_offer.get(rid)
+            if last is not None and last != told and self.defers.pop(rid, 0):
+                self.streak_resets += 1
+            self.last_offer[rid] = told
+        return told
 
     def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
         if local == POOL_SHORT:
@@ -98,6 +123,10 @@ class Guard:
         if self.mode == "off":
             return
         if local == UNRESOLVED:
+            if self.offer_keyed and told <= 0:
+                self.exempt += 1  # #944: told<=0 is honourable unconditionally, never counted
+                self.hold.add(rid)
+                return
             self.defers[rid] = self.defers.get(rid, 0) + 1
             if 0 < self.defer_cap < self.defers[rid] and rid not in self.escalated:
                 self.escalated.add(rid)
@@ -120,6 +149,7 @@ class Guard:
         self.defers.pop(rid, None)
         self.hold.discard(rid)
         self.escalated.discard(rid)
+        self.last_offer.pop(rid, None)
 
     def prefix_served(self, tokens: list[int]) -> None:
         """The group computed `tokens` (a prefill that was not voided): every floor over a
@@ -138,4 +168,6 @@ class Guard:
             "unresolved": self.unresolved,
             "escalations": self.escalations,
             "prefix_floors_cleared": self.prefix_cleared,
+            "defer_streak_resets": self.streak_resets,
+            "unresolved_exempt": self.exempt,
         }

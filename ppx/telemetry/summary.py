@@ -17,6 +17,10 @@ GROUP_COUNTERS = [
     "unresolved",
     "escalations",
     "prefix_floors_cleared",
+    # engine.guard.defer_streak=offer (#944): streaks restarted by a changed offer, and
+    # unresolved reports on a told<=0 offer that were never counted
+    "defer_streak_resets",
+    "unresolved_exempt",
     "told_rows_applied",
     "told_rows_ignored_stale",
     "told_cleared_at_retract",  # told_scope=epoch_retract: rows cleared at a re-queue (#1061b)

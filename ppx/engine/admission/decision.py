@@ -37,6 +37,7 @@ class DecisionPolicy(Follower, Policy):
             int(g.defer_cap),
             miss=getattr(g, "miss", "sentinel"),
             prefix_clear=getattr(g, "prefix_clear", "serve"),
+            defer_streak=getattr(g, "defer_streak", "refusal"),
             on_escalate=self.escalate,
         )
         self.livelock_passes = int(cfg.engine.livelock_passes)
@@ -67,6 +68,9 @@ class DecisionPolicy(Follower, Policy):
         # forwarded schedule (the count gates #1153 F2 removed); ignore (default) never does
         self.seat_veto = forwarded and getattr(a, "follower_seats", "ignore") == "veto"
         self.seat_note = ""  # the numbers of the last veto, for a stop's reason
+        # faults.offer_flap (rank 0): rids whose match is read `flap` tokens short this offer
+        self.flap = int(getattr(getattr(cfg, "faults", None), "offer_flap", 0))
+        self.flapped: set[int] = set()
         # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
         # plan), so a follower never lacks room for what it is told
 
@@ -81,6 +85,8 @@ class DecisionPolicy(Follower, Policy):
         may = self.load_back.may_load(req.rid)
         local = self.sched.cache.match(req.tokens, may_load=may)
         self.load_back.deferred += local < 0 and not may
+        if req.rid in self.flapped and local > self.flap:
+            return local - self.flap  # faults.offer_flap: the extension is gone this offer
         return local
 
     def schedule(self, p) -> None:
@@ -197,6 +203,8 @@ class DecisionPolicy(Follower, Policy):
             for _rank, rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
+            if self.flap > 0:  # faults.offer_flap: each void toggles the match (once per rid)
+                self.flapped ^= {row[1] for row in obs}
         requeued = self.rec.void(self.sched, batch)
         self.n["voids"] += 1
         ctx.board.add(F.VOIDS)
@@ -253,6 +261,7 @@ class DecisionPolicy(Follower, Policy):
 
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
+        self.flapped.discard(rid)
         self.told_rows.drop(rid)
 
     def counters(self) -> dict:

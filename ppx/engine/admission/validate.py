@@ -85,12 +85,36 @@ def validate_protocol(merged: DictConfig) -> None:
     seats.validate(merged)  # sgl-project#1153 F2: ignore | veto
     if g.miss not in ("sentinel", "zero"):
         raise ValueError(f"engine.guard.miss={g.miss!r}: sentinel | zero")
+    validate_defer_streak(g)
     if g.prefix_clear not in ("serve", "never"):
         raise ValueError(f"engine.guard.prefix_clear={g.prefix_clear!r}: serve | never")
     if g.prefix_clear != "serve" and g.name != "prefix":
         raise ValueError(
             f"engine.guard.prefix_clear={g.prefix_clear} needs engine/guard=prefix "
             f"(engine/guard={g.name} keeps no prefix floors)"
+        )
+
+
+def validate_defer_streak(g) -> None:
+    """engine.guard.defer_streak: what the per-rid unresolved streak is keyed on (#944 / #987)."""
+    streak = g.get("defer_streak", "refusal")
+    if streak not in ("refusal", "offer"):
+        raise ValueError(f"engine.guard.defer_streak={streak!r}: refusal | offer")
+    if streak == "refusal":
+        return
+    if g.name == "off":
+        raise ValueError(
+            "engine.guard.defer_streak=offer means nothing: engine/guard=off counts no streak"
+        )
+    if int(g.defer_cap) <= 0:
+        raise ValueError(
+            f"engine.guard.defer_streak=offer means nothing with engine.guard.defer_cap="
+            f"{g.defer_cap}: the bound is disabled, so no streak is counted toward it"
+        )
+    if g.miss == "zero":
+        raise ValueError(
+            "engine.guard.defer_streak=offer means nothing with engine.guard.miss=zero: "
+            "no rank ever reports unresolved, so the streak never counts"
         )
 
 
