@@ -78,6 +78,25 @@ def compose(*overrides: str):
     return validate(cfg)
 
 
+def on_gloo(overrides: list[str]) -> list[str]:
+    """A sim test's overrides, run on real gloo processes instead."""
+    return [o for o in overrides if o != "engine.transport=sim"] + ["engine.transport=gloo"]
+
+
+GLOO_WATCH = ["watch.max_run_s=60", "watch.stall_s=10"]  # a red gloo arm's deadline
+
+
+def assert_refused(overrides: list[str], message: str) -> None:
+    """Validation refuses `overrides` before anything is spawned, in one line naming why."""
+    import pytest
+
+    from ppx.config import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        compose(*overrides)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
 def run_inproc(run_dir: str, *overrides: str) -> dict:
     """Boot the real multi-process engine from this process (no Hydra CLI start-up cost):
     same supervisor, ranks, gloo, oracle and store as `python -m ppx.run`."""

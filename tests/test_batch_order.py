@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ppx_helpers import compose
-
-from ppx.config import ConfigError
+from ppx_helpers import GLOO_WATCH, assert_refused, compose, on_gloo
 
 BASE = [
     "pp=2",
@@ -69,8 +67,8 @@ def test_the_default_is_the_decision_order():
 
 
 def test_red_over_real_gloo_processes(ppx_run):
-    gloo = [o for o in BASE if o != "engine.transport=sim"] + ["engine.transport=gloo"]
-    proc, s, _ = ppx_run(*gloo, QUEUE, "watch.max_run_s=60", "watch.stall_s=10", timeout=180)
+    gloo = on_gloo(BASE)
+    proc, s, _ = ppx_run(*gloo, QUEUE, *GLOO_WATCH, timeout=180)
     assert s is not None, proc.stderr[-2000:]
     assert s["verdict"] == "stopped", s["reason"]
     m = WIDTH.search(s["reason"])
@@ -94,6 +92,4 @@ REFUSED = {
 
 @pytest.mark.parametrize("overrides,message", REFUSED.values(), ids=REFUSED.keys())
 def test_validation_refuses_with_one_line(overrides, message):
-    with pytest.raises(ConfigError) as e:
-        compose(*overrides)
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert_refused(overrides, message)

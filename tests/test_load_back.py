@@ -15,9 +15,8 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from ppx_helpers import compose
+from ppx_helpers import SHORT_PREFIXES, assert_refused, compose, on_gloo
 
-from ppx.config import ConfigError
 from ppx.engine.admission.load_back import LoadBackGate
 
 HOST = [
@@ -29,12 +28,7 @@ HOST = [
     "faults=host_prefetch",
     "faults.pool_tokens=64",
     "engine.kv.pool_tokens=64",
-    "workload.num_prefixes=2",
-    "workload.prefix_len=24",
-    "workload.num_requests=12",
-    "workload.concurrency=1",
-    "workload.max_new=8",
-    "engine.livelock_passes=24",
+    *SHORT_PREFIXES,
     "engine.kv.host_tier=true",
     "engine.kv.prefetch_ms=[2,300]",
 ]
@@ -61,7 +55,7 @@ def test_the_default_is_local():
 
 
 def test_red_over_real_gloo_processes(ppx_run):
-    gloo = [o for o in HOST if o != "engine.transport=sim"] + ["engine.transport=gloo"]
+    gloo = on_gloo(HOST)
     proc, s, _ = ppx_run(*gloo, ADMITTED, "watch.max_run_s=60", "watch.stall_s=20", timeout=180)
     assert s is not None, proc.stderr[-2000:]
     assert s["verdict"] == "stopped", s["reason"]
@@ -108,6 +102,4 @@ REFUSED = {
 
 @pytest.mark.parametrize("overrides,message", REFUSED.values(), ids=REFUSED.keys())
 def test_validation_refuses_with_one_line(overrides, message):
-    with pytest.raises(ConfigError) as e:
-        compose(*overrides)
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert_refused(overrides, message)
