@@ -149,16 +149,44 @@ def validate(cfg: DictConfig) -> DictConfig:
 
 
 SEAM_TAILS = ("shared", "rank0_local")
+ADVANCES = ("release", "completion")  # flip.epoch_advance
 
 
 def validate_flip(merged: DictConfig) -> None:
-    """The phase flip's switches; flip.seam_tail=rank0_local (sgl-project#987's red) needs a
-    TP->PP cutover and a follower to lack the tail."""
+    """The phase flip's switches, all in one place."""
     f = merged.flip
     if f.start_phase not in ("pp", "tp"):
         raise ConfigError(f"flip.start_phase={f.start_phase!r}: pp | tp")
     if f.inflight not in ("drain", "void"):
         raise ConfigError(f"flip.inflight={f.inflight!r}: drain | void")
+    validate_epoch_advance(merged)
+    validate_seam_tail(merged)
+
+
+def validate_epoch_advance(merged: DictConfig) -> None:
+    """flip.epoch_advance moves the epoch across the residents' re-admission at a cutover;
+    the only reader of the epoch there is a told row (sgl-project#1061b)."""
+    adv = merged.flip.get("epoch_advance", "release")
+    if adv not in ADVANCES:
+        raise ConfigError(f"flip.epoch_advance={adv!r}: {' | '.join(ADVANCES)}")
+    if adv == "release":
+        return
+    if not merged.flip.enabled:
+        raise ConfigError(
+            f"flip.epoch_advance={adv} means nothing without flips: the epoch moves only at a "
+            "TP<->PP cutover (set flip=...)"
+        )
+    if merged.engine.admission.told_scope == "pass":
+        raise ConfigError(
+            f"flip.epoch_advance={adv} is read only by a told row re-admitted at the cutover, "
+            "and engine.admission.told_scope=pass stamps none (promise | epoch | epoch_retract)"
+        )
+
+
+def validate_seam_tail(merged: DictConfig) -> None:
+    """flip.seam_tail=rank0_local (sgl-project#987's red) needs a TP->PP cutover and a
+    follower to lack the tail."""
+    f = merged.flip
     if f.seam_tail not in SEAM_TAILS:
         raise ConfigError(f"flip.seam_tail={f.seam_tail!r}: {' | '.join(SEAM_TAILS)}")
     if f.seam_tail == "shared":

@@ -12,8 +12,6 @@ from omegaconf import DictConfig
 from ppx.engine.admission import load_back, prefetch_floor, reconcile, seats
 from ppx.engine.admission.told_rows import SCOPES
 
-ADVANCES = ("release", "completion")  # flip.epoch_advance
-
 # which policy reads which switch: a switch set for a policy that ignores it is a config the
 # researcher believes tests something it does not (today's `decision` ignored on_refusal=stop)
 ON_REFUSAL = ("void", "stop")
@@ -65,7 +63,6 @@ def validate_protocol(merged: DictConfig) -> None:
                 f"engine.admission.told_scope={a.told_scope} means nothing without flips: a told "
                 "row outlives its pass only across a TP<->PP cutover (set flip=...)"
             )
-    validate_epoch_advance(merged)
     if a.geometry not in ("told", "rederive"):
         raise ValueError(f"engine.admission.geometry={a.geometry!r}: told | rederive")
     if a.geometry == "rederive" and a.name != "decision":
@@ -115,26 +112,6 @@ def validate_defer_streak(g) -> None:
         raise ValueError(
             "engine.guard.defer_streak=offer means nothing with engine.guard.miss=zero: "
             "no rank ever reports unresolved, so the streak never counts"
-        )
-
-
-def validate_epoch_advance(merged: DictConfig) -> None:
-    """flip.epoch_advance moves the epoch across the residents' re-admission at a cutover;
-    the only reader of the epoch there is a told row (sgl-project#1061b)."""
-    adv = merged.flip.get("epoch_advance", "release")
-    if adv not in ADVANCES:
-        raise ValueError(f"flip.epoch_advance={adv!r}: {' | '.join(ADVANCES)}")
-    if adv == "release":
-        return
-    if not merged.flip.enabled:
-        raise ValueError(
-            f"flip.epoch_advance={adv} means nothing without flips: the epoch moves only at a "
-            "TP<->PP cutover (set flip=...)"
-        )
-    if merged.engine.admission.told_scope == "pass":
-        raise ValueError(
-            f"flip.epoch_advance={adv} is read only by a told row re-admitted at the cutover, "
-            "and engine.admission.told_scope=pass stamps none (promise | epoch | epoch_retract)"
         )
 
 
