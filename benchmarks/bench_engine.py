@@ -23,11 +23,11 @@ BATCH, PROMPT, NEW = 8, 16, 96
 
 
 def bare_greedy_tok_s(seed: int = 0) -> float:
-    from ppx.config import dims_of
     from ppx.core import ForwardInputs
     from ppx.engine.cache.kv import KVCache
     from ppx.engine.kernels.registry import get_kernels
     from ppx.engine.model.llama import StageModel
+    from ppx.engine.shapes import dims_of
 
     cfg = _common.compose()
     d = dims_of(cfg)

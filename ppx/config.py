@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppx.engine.shapes import dims_of, pool_sizes  # noqa: F401 - re-exported for callers
+from ppx.protocol.registry import default
 
 
 @dataclass
@@ -47,25 +47,18 @@ class WorkloadCfg:
 
 @dataclass
 class AdmissionCfg:
-    name: str = "rank_local"
-    on_refusal: str | None = None  # forwarded: void | stop; the other policies ignore it
-    # pass (#1063) | promise (#1059) | epoch (#1061) | epoch_retract (#1061b): needs flips
-    told_scope: str = "pass"
-    geometry: str = "told"  # decision: told (rank 0's lengths) | rederive (the log's adder)
-    reconcile: str = "slot"  # slot (#798) | scheduler (one scheduler-wide chunked pointer)
-    void: str = "requeue"  # requeue | keep (#797b pp_void_keeps_request)
-    # a follower's prefill order: decision (rank 0's) | queue (its own waiting queue's: the
-    # gap #791's forwarded slice 1 named, permuted rows under an equal width)
-    batch_order: str = "decision"
-    # a held continuation's local: planned (what this rank placed) | completed (the chunks
-    # whose results came back: the stagger of the #1071 strand, one chunk behind the told)
-    local_extent: str = "planned"
-    # sgl-project#1153 F2: ignore (a follower's own seat count is no verdict on a forwarded
-    # schedule) | veto (the count gates before F2: it refuses the rids beyond its count)
-    follower_seats: str = "ignore"
-    # sgl-project#1175: group (rank 0 admits on the group's prefetch completion floor, carried
-    # on the lap) | rank0 (its own completion); forwarded execution with a host tier, pp >= 2
-    prefetch_floor: str = "group"
+    # every protocol switch's designs and default: ppx/protocol/registry.py
+    # (`python -m ppx.protocol` prints the table; docs/protocols.md holds it)
+    name: str = default("engine.admission.name")
+    on_refusal: str | None = default("engine.admission.on_refusal")
+    told_scope: str = default("engine.admission.told_scope")
+    geometry: str = default("engine.admission.geometry")
+    reconcile: str = default("engine.admission.reconcile")
+    void: str = default("engine.admission.void")
+    batch_order: str = default("engine.admission.batch_order")
+    local_extent: str = default("engine.admission.local_extent")
+    follower_seats: str = default("engine.admission.follower_seats")
+    prefetch_floor: str = default("engine.admission.prefetch_floor")
     prefetch_bound_ms: float = 1000.0  # group: how long a rid waits on a pending peer, then clamp
 
 
@@ -73,17 +66,17 @@ class AdmissionCfg:
 class OrderingCfg:
     name: str = "upstream"
     steps: list[Any] = field(default_factory=list)
-    output_recv: str = "relayed"  # relayed | occupancy (sgl-project#802); ppx/engine/ring.py
-    void_relay: str = "ring"  # ring | first_retracting (#797) | downstream (#1071)
+    output_recv: str = default("engine.ordering.output_recv")
+    void_relay: str = default("engine.ordering.void_relay")
 
 
 @dataclass
 class GuardCfg:
-    name: str = "off"  # off | rid | prefix
+    name: str = default("engine.guard.name")
     defer_cap: int = 3  # <= 0 disables the bound (sgl-project#944)
-    miss: str = "sentinel"  # sentinel (-1, deferred) | zero (read as a measurement)
-    prefix_clear: str = "serve"  # serve (#963) | never (the withdrawn mutant)
-    defer_streak: str = "refusal"  # refusal (#987 Part A) | offer (#944's offer-keyed streak)
+    miss: str = default("engine.guard.miss")
+    prefix_clear: str = default("engine.guard.prefix_clear")
+    defer_streak: str = default("engine.guard.defer_streak")
 
 
 @dataclass
@@ -97,9 +90,7 @@ class KVCfg:
     pool_per_rank: list[int] | None = None
     host_tier: bool = False
     prefetch_ms: list[float] | None = None  # per-rank prefetch completion time
-    # who starts a load-back: local (every rank at its own match, #1046) | admitted (only for
-    # a rid whose extent an admitted decision published, the #1040 chain)
-    load_back: str = "local"
+    load_back: str = default("engine.kv.load_back")
 
 
 @dataclass
@@ -112,14 +103,14 @@ class EngineCfg:
     chunk_size: int = 64
     max_batch: int = 16
     max_reqs: int = 64
-    readiness: bool = False
+    readiness: bool = default("engine.readiness")
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
     transport: str = "gloo"  # gloo | nccl (one GPU per rank) | sim (one process, deterministic)
     # forkserver: ranks forked from one process that imported the engine once | spawn: a fresh
     # interpreter per rank (what a planted sitecustomize needs)
     start_method: str = "forkserver"
-    width_check: str = "fingerprint"  # fingerprint (rows + rids/extend lengths) | rows
+    width_check: str = default("engine.width_check")
 
 
 @dataclass
@@ -128,15 +119,11 @@ class FlipCfg:
     enabled: bool = False
     every_s: float = 0.0
     every_passes: int = 0
-    start_phase: str = "pp"
-    inflight: str = "drain"  # drain | void
+    start_phase: str = default("flip.start_phase")
+    inflight: str = default("flip.inflight")
     max_flips: int = 0  # 0 = unbounded
-    # when the epoch moves: release (before the residents' re-admission) | completion (after
-    # it: the log's clock, sgl-project#1061b); read only by a told row (told_scope)
-    epoch_advance: str = "release"
-    # the token the TP phase's last batch sampled before a TP->PP cutover: shared (every rank
-    # appends it, sgl-project#987's fill tail published) | rank0_local (only rank 0 keeps it)
-    seam_tail: str = "shared"
+    epoch_advance: str = default("flip.epoch_advance")
+    seam_tail: str = default("flip.seam_tail")
 
 
 @dataclass

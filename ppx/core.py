@@ -34,6 +34,12 @@ class StopRun(Exception):
 
 CHANNEL_MISMATCH = "channel mismatch: "
 
+# What a follower reports as its `local` when it is not a coverage it measured (obs rows on
+# the wire carry them; the guard learns no floor from any of them):
+UNRESOLVED = -1  # the follower could not measure its coverage (e.g. a prefetch pending)
+POOL_SHORT = -2  # it holds the prefix but its pool cannot hold the rest: capacity
+SEATS_SHORT = -3  # follower_seats=veto: its own seat count said full (not the allocator)
+
 
 def stop_verdict(reason: str) -> str:
     """The verdict of a rank's stop, by its reason: a livelock bound, a channel whose two ends

@@ -7,6 +7,9 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from ppx.config import ConfigError, PPXConfig
+from ppx.protocol import registry
+from ppx.protocol.ordering import has_decision_step, parse_ordering
+from ppx.protocol.policy import policy_of
 
 
 def _positive(cfg: DictConfig, keys: list[str]) -> None:
@@ -87,15 +90,7 @@ def validate(cfg: DictConfig) -> DictConfig:
     ppr = merged.engine.kv.pool_per_rank
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
-    validate_flip(merged)
-    from ppx.engine.admission.validate import validate_protocol
-    from ppx.engine.ring import validate_ring
-
-    try:
-        validate_protocol(merged)
-        validate_ring(merged)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    validate_protocol(merged)
     if merged.engine.transport not in ("gloo", "nccl", "sim"):
         raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl | sim")
     if merged.engine.start_method not in ("forkserver", "spawn"):
@@ -121,8 +116,9 @@ def validate(cfg: DictConfig) -> DictConfig:
             f"faults.corrupt_rank={f.corrupt_rank}: tokens are sampled on the last rank "
             f"({pp - 1}, or -2 for whichever is last; -1 = off)"
         )
-    flap = int(f.get("offer_flap", 0))
-    if flap < 0 or flap > 0 and merged.engine.admission.name not in ("decision", "forwarded"):
+    flap = int(f.offer_flap)
+    policy = policy_of(merged)  # a flap toggles at a void: a policy that may void a pass
+    if flap < 0 or flap > 0 and (not policy.decides or policy.never_voids):
         raise ConfigError(
             f"faults.offer_flap={flap}: a token count >= 0, and only rank 0's offer flaps "
             f"(engine/admission=decision or forwarded, not {merged.engine.admission.name})"
@@ -130,81 +126,24 @@ def validate(cfg: DictConfig) -> DictConfig:
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
     validate_text(merged)
-    from ppx.engine.loop import parse_ordering
-
-    try:
-        steps = parse_ordering(list(merged.engine.ordering.steps))
-    except ValueError as e:
-        raise ConfigError(f"engine.ordering.steps: {e}") from None
-    if merged.engine.admission.name != "rank_local":
-        parts = {(s.name, s.part) for s in steps}
-        if not (
-            {("decision", "")} & parts or {("decision", "send"), ("decision", "recv")} <= parts
-        ):
-            raise ConfigError(
-                f"engine/ordering={merged.engine.ordering.name} has no decision step, which "
-                f"engine/admission={merged.engine.admission.name} needs (try engine/ordering=decision_first)"
-            )
     return merged
 
 
-SEAM_TAILS = ("shared", "rank0_local")
-ADVANCES = ("release", "completion")  # flip.epoch_advance
-
-
-def validate_flip(merged: DictConfig) -> None:
-    """The phase flip's switches, all in one place."""
-    f = merged.flip
-    if f.start_phase not in ("pp", "tp"):
-        raise ConfigError(f"flip.start_phase={f.start_phase!r}: pp | tp")
-    if f.inflight not in ("drain", "void"):
-        raise ConfigError(f"flip.inflight={f.inflight!r}: drain | void")
-    validate_epoch_advance(merged)
-    validate_seam_tail(merged)
-
-
-def validate_epoch_advance(merged: DictConfig) -> None:
-    """flip.epoch_advance moves the epoch across the residents' re-admission at a cutover;
-    the only reader of the epoch there is a told row (sgl-project#1061b)."""
-    adv = merged.flip.get("epoch_advance", "release")
-    if adv not in ADVANCES:
-        raise ConfigError(f"flip.epoch_advance={adv!r}: {' | '.join(ADVANCES)}")
-    if adv == "release":
-        return
-    if not merged.flip.enabled:
+def validate_protocol(merged: DictConfig) -> None:
+    """The ordering's steps, then every protocol switch: a value that names no design, or a
+    design that cannot mean anything with the rest of the config (ppx/protocol/registry.py)."""
+    try:
+        parse_ordering(list(merged.engine.ordering.steps))
+    except ValueError as e:
+        raise ConfigError(f"engine.ordering.steps: {e}") from None
+    why = registry.refusal(merged)
+    if why is not None:
+        raise ConfigError(why)
+    o, policy = merged.engine.ordering, policy_of(merged)
+    if policy.decides and not has_decision_step(list(o.steps)):
         raise ConfigError(
-            f"flip.epoch_advance={adv} means nothing without flips: the epoch moves only at a "
-            "TP<->PP cutover (set flip=...)"
-        )
-    if merged.engine.admission.told_scope == "pass":
-        raise ConfigError(
-            f"flip.epoch_advance={adv} is read only by a told row re-admitted at the cutover, "
-            "and engine.admission.told_scope=pass stamps none (promise | epoch | epoch_retract)"
-        )
-
-
-def validate_seam_tail(merged: DictConfig) -> None:
-    """flip.seam_tail=rank0_local (sgl-project#987's red) needs a TP->PP cutover and a
-    follower to lack the tail."""
-    f = merged.flip
-    if f.seam_tail not in SEAM_TAILS:
-        raise ConfigError(f"flip.seam_tail={f.seam_tail!r}: {' | '.join(SEAM_TAILS)}")
-    if f.seam_tail == "shared":
-        return
-    if not f.enabled:
-        raise ConfigError(
-            f"flip.seam_tail={f.seam_tail} means nothing without flips: the tail is lost only "
-            "at a TP->PP cutover (set flip=...)"
-        )
-    if merged.pp < 2:
-        raise ConfigError(
-            f"flip.seam_tail={f.seam_tail} needs pp >= 2: with one rank there is no follower "
-            "to lack rank 0's tail"
-        )
-    if f.max_flips == 1 and f.start_phase == "pp":
-        raise ConfigError(
-            f"flip.seam_tail={f.seam_tail} with flip.max_flips=1 from the PP phase never "
-            "crosses the TP->PP seam (set flip.start_phase=tp or more flips)"
+            f"engine/ordering={o.name} has no decision step, which "
+            f"engine/admission={policy.name} needs (try engine/ordering=decision_first)"
         )
 
 
@@ -243,7 +182,8 @@ def validate_explore(merged: DictConfig) -> None:
 def validate_model(merged: DictConfig) -> None:
     """model=hf: the checkpoint directory fills the model's shape (ppx/engine/model/hf_config)."""
     if merged.model.name == "hf" or merged.model.path is not None:
-        from ppx.engine.model.hf_config import HFError, resolve
+        from ppx.engine.model.hf_checkpoint import resolve
+        from ppx.engine.model.hf_config import HFError
 
         try:
             resolve(merged.model)

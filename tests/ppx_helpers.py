@@ -159,3 +159,55 @@ SIM_DECISION = [
     "engine/ordering=decision_first",
     "engine/guard=rid",
 ]
+
+
+def typed_cfg(settings: dict | None = None):
+    """The typed config a rank reads (the schema's defaults), with dotted keys set."""
+    from ppx.config import PPXConfig
+
+    cfg = PPXConfig()
+    for key, value in (settings or {}).items():
+        *path, last = key.split(".")
+        node = cfg
+        for part in path:
+            node = getattr(node, part)
+        setattr(node, last, value)
+    return cfg
+
+
+def design(key: str, value, settings: dict | None = None):
+    """An instance of the design `value` of axis `key` (ppx/protocol/registry.py), built from
+    a typed config with `key` and `settings` set: how a rank builds it."""
+    from ppx.protocol.registry import AXES
+
+    return AXES[key][1][value](typed_cfg({key: value, **(settings or {})}))
+
+
+def make_guard(
+    name: str,
+    defer_cap: int,
+    miss: str = "sentinel",
+    prefix_clear: str = "serve",
+    defer_streak: str = "refusal",
+    on_escalate=None,
+):
+    """Rank 0's guard composed of these guard designs, as the decision policy composes it."""
+    from ppx.protocol.guard.defer_streak import DeferStreak
+    from ppx.protocol.guard.floors import Floors
+    from ppx.protocol.guard.guard import Guard
+    from ppx.protocol.guard.prefix_clear import PrefixClear
+    from ppx.protocol.registry import Protocol
+
+    proto = Protocol(
+        typed_cfg(
+            {
+                "engine.guard.name": name,
+                "engine.guard.miss": miss,
+                "engine.guard.prefix_clear": prefix_clear,
+                "engine.guard.defer_streak": defer_streak,
+            }
+        )
+    )
+    return Guard(
+        proto.of(Floors), proto.of(DeferStreak), proto.of(PrefixClear), defer_cap, on_escalate
+    )

@@ -4,14 +4,15 @@ Unit level (one follower's apply) with the defect shown, plus the run that expos
 
 from __future__ import annotations
 
-from omegaconf import OmegaConf
+from ppx_helpers import typed_cfg
 
 from ppx.core import Entry, Kind, Message, Req
 from ppx.engine.admission import codec
-from ppx.engine.admission.decision import DecisionPolicy
+from ppx.engine.admission.follow import Follower
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.loop import PassState
 from ppx.engine.scheduler import Scheduler
+from ppx.protocol.registry import Protocol
 
 
 class _Board:
@@ -24,19 +25,13 @@ class _Events:
         pass
 
 
-class _Follower:
+class _Context:
+    """The part of a rank's context a follower reads."""
+
     rank, world, is_first, is_last, epoch = 1, 2, False, True, 0
 
     def __init__(self):
-        self.cfg = OmegaConf.create(
-            {
-                "engine": {
-                    "admission": {"on_refusal": "void"},
-                    "guard": {"name": "off", "defer_cap": 3},
-                    "livelock_passes": 8,
-                }
-            }
-        )
+        self.cfg = typed_cfg({"engine.admission.name": "decision", "engine.livelock_passes": 8})
         self.sched = Scheduler(KVCache(1, 256, 1, 2, 8, 256), 2, 64, 8)
         self.board, self.events = _Board(), _Events()
 
@@ -45,7 +40,7 @@ class _Follower:
 
 
 def _follower_with_cached_prefix():
-    loop = _Follower()
+    loop = _Context()
     s = loop.sched
     req = Req(15, list(range(1, 130)), max_new=4)
     # this rank holds the first 64 tokens in its tree (e.g. a host load landed) but never
@@ -75,11 +70,11 @@ def _decision(entry: Entry) -> Message:
 
 def test_a_continuation_this_rank_never_started_is_retracted():
     loop, req = _follower_with_cached_prefix()
-    policy = DecisionPolicy(loop, forwarded=False)
+    follower = Follower(loop, Protocol(loop.cfg), {"retractions": 0})
     p = PassState(
         917, 1, scheduled=True, decision=_decision(Entry(15, 64, 64, False, continues=True))
     )
-    policy.apply(p)
+    follower.apply(p)
     assert p.batch.voided and p.batch.obs == [[1, 15, 64, 0]]
     assert req.row == -1 and req in loop.sched.waiting  # nothing admitted behind rank 0's back
 
@@ -89,7 +84,7 @@ def test_without_the_continuation_flag_the_same_chunk_is_admitted_afresh():
     like a fresh admission whose told (64) this rank's tree covers, so it is admitted while
     rank 0 continues a prefill: the two ranks now hold different states for rid 15."""
     loop, req = _follower_with_cached_prefix()
-    policy = DecisionPolicy(loop, forwarded=False)
+    follower = Follower(loop, Protocol(loop.cfg), {"retractions": 0})
     p = PassState(917, 1, scheduled=True, decision=_decision(Entry(15, 64, 64, False)))
-    policy.apply(p)
+    follower.apply(p)
     assert not p.batch.voided and req.row >= 0 and req.computed == 128

@@ -20,9 +20,17 @@ import re
 
 import pandas as pd
 import pytest
-from ppx_helpers import GLOO_WATCH, SHORT_PREFIXES, assert_refused, compose, on_gloo
+from ppx_helpers import (
+    GLOO_WATCH,
+    SHORT_PREFIXES,
+    assert_refused,
+    compose,
+    make_guard,
+    on_gloo,
+)
 
-from ppx.engine.guard import UNRESOLVED, Guard
+from ppx.core import UNRESOLVED
+from ppx.protocol.guard.guard import Guard
 
 SIM = ["pp=2", "engine.transport=sim", "engine/ordering=decision_first"]
 FLAP = [
@@ -64,7 +72,7 @@ def _laps(g: Guard, offers: list[int], rid: int = 5) -> list[int | None]:
 
 
 def test_refusal_keyed_streak_survives_an_alternating_offer_and_escalates():
-    g = Guard("rid", defer_cap=3)
+    g = make_guard("rid", defer_cap=3)
     told = _laps(g, [31, 24] * 6)
     assert g.escalations == 1 and g.streak_resets == 0
     # 31, held, 31, held, 31, held, 31 -> 4 unresolved > cap: told=0 from then on
@@ -72,7 +80,7 @@ def test_refusal_keyed_streak_survives_an_alternating_offer_and_escalates():
 
 
 def test_offer_keyed_streak_restarts_at_every_change_and_never_escalates():
-    g = Guard("rid", defer_cap=3, defer_streak="offer")
+    g = make_guard("rid", defer_cap=3, defer_streak="offer")
     # a held round consumes one lookup, so the offers rank 0 makes are every other one
     told = _laps(g, [31, 24, 24, 31] * 10)
     assert g.escalations == 0 and g.streak_resets > 10
@@ -82,7 +90,7 @@ def test_offer_keyed_streak_restarts_at_every_change_and_never_escalates():
 
 
 def test_offer_keyed_streak_still_escalates_a_standing_offer_and_the_pin_lasts_one_offer():
-    g = Guard("rid", defer_cap=3, defer_streak="offer")
+    g = make_guard("rid", defer_cap=3, defer_streak="offer")
     told = _laps(g, [31] * 8)
     assert told[:8] == [31, None, 31, None, 31, None, 31, 0]
     assert g.escalations == 1
@@ -94,7 +102,7 @@ def test_offer_keyed_streak_still_escalates_a_standing_offer_and_the_pin_lasts_o
 
 def test_told_zero_is_exempt_under_offer_and_counted_under_refusal():
     for streak, counted in (("offer", 0), ("refusal", 1)):
-        g = Guard("rid", defer_cap=3, defer_streak=streak)
+        g = make_guard("rid", defer_cap=3, defer_streak=streak)
         assert g.clamp(5, TOKENS, 0) == 0
         g.learn(5, TOKENS, 0, UNRESOLVED)
         assert g.defers.get(5, 0) == counted, streak
@@ -104,13 +112,13 @@ def test_told_zero_is_exempt_under_offer_and_counted_under_refusal():
 def test_an_unrefused_moving_offer_never_escalates_in_either_design():
     """#955's healthy end, preserved by #987: offers move, nobody refuses, nothing escalates."""
     for streak in ("refusal", "offer"):
-        g = Guard("rid", defer_cap=1, defer_streak=streak)
+        g = make_guard("rid", defer_cap=1, defer_streak=streak)
         assert [g.clamp(5, TOKENS, n) for n in (8, 16, 24, 32, 8)] == [8, 16, 24, 32, 8]
         assert g.escalations == 0 and not g.defers and not g.escalated
 
 
 def test_served_clears_the_offer_memory():
-    g = Guard("rid", defer_cap=3, defer_streak="offer")
+    g = make_guard("rid", defer_cap=3, defer_streak="offer")
     _laps(g, [31, 31, 31])
     g.served(5)
     assert 5 not in g.last_offer and 5 not in g.defers

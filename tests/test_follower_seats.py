@@ -22,11 +22,10 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from ppx_helpers import GLOO_WATCH, assert_refused, compose, on_gloo
+from ppx_helpers import GLOO_WATCH, assert_refused, compose, design, make_guard, on_gloo
 
-from ppx.core import Entry
-from ppx.engine.admission.seats import seat_limit, veto
-from ppx.engine.guard import SEATS_SHORT, Guard
+from ppx.core import SEATS_SHORT, Entry
+from ppx.protocol.follower_seats import seat_limit
 
 CHUNK = 32
 N = 24
@@ -119,19 +118,26 @@ def _sched(free: int, available: int):
 
 def test_veto_refuses_the_rids_beyond_the_count_and_names_the_numbers():
     entries = [Entry(7, 0, 20, True), Entry(9, 4, 12, True), Entry(11, 0, 8, True)]
-    rows, note = veto(_sched(free=40, available=300), entries, rank=1)
+    veto = design("engine.admission.follower_seats", "veto")
+    rows = veto.veto(_sched(free=40, available=300), entries, 1, set())
     assert rows == [[1, 9, 4, SEATS_SHORT], [1, 11, 0, SEATS_SHORT]]
-    assert note == (
+    assert veto.note == (
         "rank1 reached 1 of the 3 rids rank 0 named (seat count: "
         "min(max_batch=16, free=40 // chunk=32) = 1; allocator available=300)"
     )
-    assert veto(_sched(free=96, available=300), entries, rank=1) == ([], "")
+    assert veto.vetoes == 2
+    # a rid refused already (on coverage) is not refused twice
+    assert veto.veto(_sched(free=40, available=300), entries, 1, {9}) == [[1, 11, 0, SEATS_SHORT]]
+    assert veto.veto(_sched(free=96, available=300), entries, 1, set()) == []
+    # the default design never counts seats
+    ignore = design("engine.admission.follower_seats", "ignore")
+    assert ignore.veto(_sched(free=0, available=0), entries, 1, set()) == []
 
 
 def test_a_seat_veto_teaches_the_guard_no_floor():
-    g = Guard("prefix", 3)
+    g = make_guard("prefix", 3)
     g.learn(9, list(range(40)), 24, SEATS_SHORT)
-    assert g.rid_floor == {} and g.prefix_floor == {} and g.floors_learned == 0
+    assert g.floors.rid_floor == {} and g.floors.prefix_floor == {} and g.floors.learned == 0
     assert g.seats_short == 1 and g.clamp(9, list(range(40)), 24) == 24
 
 

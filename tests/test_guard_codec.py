@@ -6,14 +6,15 @@ import subprocess
 import sys
 
 import torch
+from ppx_helpers import make_guard
 
-from ppx.core import Entry
+from ppx.core import UNRESOLVED, Entry
 from ppx.engine.admission import codec
-from ppx.engine.guard import UNRESOLVED, Guard, prefix_key
+from ppx.protocol.guard.floors import prefix_key
 
 
 def test_rid_floor_clamps_and_strictly_decreases_per_retraction():
-    g = Guard("rid", defer_cap=3)
+    g = make_guard("rid", defer_cap=3)
     toks = list(range(50))
     told = g.clamp(7, toks, 40)
     floors = []
@@ -28,31 +29,31 @@ def test_rid_floor_clamps_and_strictly_decreases_per_retraction():
 
 
 def test_guard_off_never_clamps():
-    g = Guard("off", defer_cap=3)
+    g = make_guard("off", defer_cap=3)
     g.learn(1, [1, 2, 3], 3, 0)
-    assert g.clamp(1, [1, 2, 3], 3) == 3 and g.floors_learned == 0
+    assert g.clamp(1, [1, 2, 3], 3) == 3 and g.floors.learned == 0
 
 
 def test_prefix_floor_clamps_new_requests_over_the_same_prefix():
-    g = Guard("prefix", defer_cap=3)
+    g = make_guard("prefix", defer_cap=3)
     shared = list(range(100, 124))
     g.learn(1, shared + [1, 2], told=24, local=0)
     assert g.clamp(2, shared + [9, 9, 9], 24) == 0  # a new rid, same offered prefix
     assert g.clamp(3, list(range(24)) + [5], 24) == 24  # another prefix is untouched
-    rid = Guard("rid", defer_cap=3)
+    rid = make_guard("rid", defer_cap=3)
     rid.learn(1, shared + [1, 2], told=24, local=0)
     assert rid.clamp(2, shared + [9, 9, 9], 24) == 24  # the rid guard learns per request
 
 
 def test_unresolved_is_counted_not_measured_and_the_defer_cap_escalates():
-    g = Guard("rid", defer_cap=2)
+    g = make_guard("rid", defer_cap=2)
     toks = list(range(30))
     outcomes = []
     for _ in range(4):
         g.learn(5, toks, 20, UNRESOLVED)
         outcomes.append(g.clamp(5, toks, 20))  # deferred for one round...
         outcomes.append(g.clamp(5, toks, 20))  # ...then offered again
-    assert g.unresolved == 4 and g.floors_learned == 0
+    assert g.unresolved == 4 and g.floors.learned == 0
     assert outcomes[:4] == [None, 20, None, 20]
     assert outcomes[-1] == 0  # past the cap: told = 0, which every rank can honour
 
@@ -77,7 +78,7 @@ def test_codec_rejects_a_row_narrower_than_it_knows():
 
 
 def _in_process(seed: str, expr: str) -> str:
-    code = f"from ppx.engine.guard import prefix_key; print({expr})"
+    code = f"from ppx.protocol.guard.floors import prefix_key; print({expr})"
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
     import os
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 
 import pandas as pd
-from ppx_helpers import SHORT_PREFIXES, SKEW_400
+from ppx_helpers import SHORT_PREFIXES, SKEW_400, design, make_guard
 
-from ppx.engine.guard import UNRESOLVED, Guard
+from ppx.core import UNRESOLVED
 
 SIM = [
     "pp=2",
@@ -38,7 +38,7 @@ HOST = [
 def test_a_prefix_floor_clears_when_the_group_serves_the_prefix():
     shared = list(range(100, 124))
     for mode, want in (("serve", 24), ("never", 0)):
-        g = Guard("prefix", defer_cap=3, prefix_clear=mode)
+        g = make_guard("prefix", defer_cap=3, prefix_clear=mode)
         g.learn(1, shared + [1, 2], told=24, local=0)
         assert g.clamp(2, shared + [9], 24) == 0  # the shortfall is real: clamp
         g.prefix_served(shared + [7, 7])  # the group computed the prefix (a clean return)
@@ -74,17 +74,17 @@ def test_red_a_miss_read_as_zero_invents_floors_green_sentinel_defers_and_escala
 def test_defer_cap_at_or_below_zero_disables_the_bound():
     seen = []
     for cap in (0, -1):
-        g = Guard("rid", defer_cap=cap, on_escalate=lambda rid, n: seen.append(rid))
+        g = make_guard("rid", defer_cap=cap, on_escalate=lambda rid, n: seen.append(rid))
         for _ in range(10):
             g.learn(5, list(range(30)), 20, UNRESOLVED)
             assert g.clamp(5, list(range(30)), 20) is None  # deferred, never escalated
         assert g.escalations == 0
-    g = Guard("rid", defer_cap=2, on_escalate=lambda rid, n: seen.append((rid, n)))
+    g = make_guard("rid", defer_cap=2, on_escalate=lambda rid, n: seen.append((rid, n)))
     for _ in range(3):
         g.learn(5, list(range(30)), 20, UNRESOLVED)
     assert seen == [(5, 3)] and g.clamp(5, list(range(30)), 20) == 0
 
 
 def test_the_zero_miss_switch_is_read_on_followers():
-    assert Guard("off", 3, miss="zero").read_miss(UNRESOLVED) == 0
-    assert Guard("off", 3).read_miss(UNRESOLVED) == UNRESOLVED
+    assert design("engine.guard.miss", "zero").read(UNRESOLVED) == 0
+    assert design("engine.guard.miss", "sentinel").read(UNRESOLVED) == UNRESOLVED

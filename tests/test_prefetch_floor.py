@@ -17,7 +17,9 @@ from ppx_helpers import SHORT_PREFIXES, compose
 
 from ppx.config import ConfigError
 from ppx.core import Req
-from ppx.engine.admission.prefetch_floor import (
+from ppx.engine.cache.host import HostTier
+from ppx.engine.cache.kv import KVCache
+from ppx.protocol.prefetch_carrier import (
     COMPLETE,
     CONTRADICTION,
     PENDING,
@@ -28,8 +30,6 @@ from ppx.engine.admission.prefetch_floor import (
     query_code,
     read_query,
 )
-from ppx.engine.cache.host import HostTier
-from ppx.engine.cache.kv import KVCache
 
 HOST = [
     "pp=2",

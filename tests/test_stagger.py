@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import re
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from ppx_helpers import GLOO_WATCH, assert_refused, compose, on_gloo
+from ppx_helpers import GLOO_WATCH, assert_refused, compose, design, on_gloo
 
 from ppx.core import Entry, Req, SlotBatch
-from ppx.engine.admission.reconcile import Reconciler
+from ppx.engine.scheduler import Scheduler
 
 CHUNK = 16
 BASE = [
@@ -94,10 +93,10 @@ def test_red_over_real_gloo_processes(ppx_run):
 # -- the extent itself ---------------------------------------------------------------------
 def _held(computed: int, inflight: list[SlotBatch | None], req: Req) -> tuple[int, int]:
     req.computed = computed
-    s = SimpleNamespace(inflight=inflight)
-    return Reconciler(local_extent="planned").held_extent(s, req), Reconciler(
-        local_extent="completed"
-    ).held_extent(s, req)
+    s = Scheduler(None, len(inflight), chunk_size=16, max_batch=16)  # the extent reads no cache
+    s.inflight = inflight
+    key = "engine.admission.local_extent"
+    return design(key, "planned").held_extent(s, req), design(key, "completed").held_extent(s, req)
 
 
 def test_completed_subtracts_only_the_chunks_still_ahead_of_their_results():

@@ -39,7 +39,8 @@ VERDICT_COLORS: dict[str, str] = {
 }
 UNKNOWN_COLOR = "#90a4ae"
 
-CHOICE_INT = ("pp", "tp", "seed")
+CHOICE_INT = ("pp", "tp", "seed", "livelock_passes", "defer_cap")
+CHOICE_FLOAT = ("prefetch_bound_ms", "readiness_budget_s")
 CHOICE_BOOL = ("readiness",)
 
 # the group counters are named once, where summary.json is written
@@ -99,11 +100,14 @@ def coerce_runs(df: pd.DataFrame) -> pd.DataFrame:
     for col in SUMMARY_FLOAT:
         if col in df:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    for col in CHOICE_FLOAT:
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     for col in CHOICE_BOOL:
         if col in df:
             df[col] = df[col].astype("boolean")
     for col in CHOICE_KEYS:
-        if col in df and col not in CHOICE_INT + CHOICE_BOOL:
+        if col in df and col not in CHOICE_INT + CHOICE_FLOAT + CHOICE_BOOL:
             df[col] = df[col].astype("string")
     for col in SUMMARY_STR + ("run_dir",):
         if col in df:

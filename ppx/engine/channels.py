@@ -71,22 +71,25 @@ class Channels:
         # (dst, kind) -> seq of the last message sent with a payload (flush's rendezvous
         # target on a transport whose sends do not wait for the peer: nccl)
         self.payload_seq: dict[tuple[int, int], int] = {}
-        self.delays: dict[int, float] = {}  # kind -> seconds injected before a send (faults)
-        self.lose: tuple[int, int] | None = None  # faults.lose_*: (kind, seq) never posted
         self.readiness_budget_s: float | None = None
 
     # -- send side -----------------------------------------------------------------------
     def send(self, dst: int, msg: Message) -> None:
+        self.stamp(dst, msg)
+        self.post(dst, msg)
+
+    def stamp(self, dst: int, msg: Message) -> None:
+        """Give `msg` the next seq of its (dst, kind) wire."""
         key = (dst, int(msg.kind))
         msg.seq = self.seq_out[key]
         self.seq_out[key] += 1
-        if self.lose == (int(msg.kind), msg.seq):  # faults.lose_message: counted, never posted
-            return
-        if msg.kind in self.delays:  # faults: a slow link (a virtual sleep in the simulator)
-            self.t.sleep(self.delays[msg.kind])
+
+    def post(self, dst: int, msg: Message) -> None:
+        """Put a stamped message on the wire (sends complete at `flush`)."""
+        key = (dst, int(msg.kind))
         self.board.sent[dst, msg.kind] += 1
         if dst == self.rank:  # pp=1 loopback: the output ring wraps onto itself
-            self.inbox[(dst, int(msg.kind))].append((msg, None))
+            self.inbox[key].append((msg, None))
             return
         where = self.t.payload_device
         payload = [t.detach().to(where).contiguous() for t in msg.tensors]

@@ -7,10 +7,9 @@ waiting queue keeping their generated tokens, release the KV (the layout changes
 the execution plan, re-admit the residents, advance the epoch, check that every rank holds the
 same epoch (a desync is a named stop), resume.
 
-`flip.epoch_advance`: `release` (default) advances the epoch as the residents are released,
-before their re-admission; `completion` is the log's clock (`PhaseFlipRuntime._epoch` moves
-at cutover completion), after it, so the re-admission runs inside the old epoch
-(sgl-project#1061b). Only a told row applied at the re-admission can tell them apart.
+What the flip does with the slots in flight, when the epoch moves and what crosses the TP->PP
+seam are designs (`flip.inflight`, `flip.epoch_advance`, `flip.seam_tail`:
+ppx/protocol/flip.py); this file runs the cutover they shape.
 """
 
 from __future__ import annotations
@@ -21,10 +20,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from ppx.engine.board import F, Op
+from ppx.protocol.flip import EpochAdvance, Inflight, SeamTail
 
 if TYPE_CHECKING:
     from ppx.core import Req
     from ppx.engine.context import RankContext
+    from ppx.protocol.registry import Protocol
 
 PHASES = ("pp", "tp")
 
@@ -34,6 +35,7 @@ class FlipControl:
         self,
         ctx: RankContext,
         switch_plan: Callable[[str], None],
+        proto: Protocol,
         readmit: Callable[[Req], None] | None = None,
     ) -> None:
         self.ctx, self.switch_plan = ctx, switch_plan
@@ -42,9 +44,9 @@ class FlipControl:
         f = ctx.cfg.flip
         self.enabled = bool(f.enabled)
         self.every_s, self.every_passes = float(f.every_s), int(f.every_passes)
-        self.inflight_mode = str(f.inflight)
+        self.inflight = proto.of(Inflight)
         self.max_flips = int(f.max_flips)
-        self.advance_at_release = str(getattr(f, "epoch_advance", "release")) == "release"
+        self.advance_at_release = proto.of(EpochAdvance).at_release
         self.desync_rank = int(ctx.cfg.faults.epoch_desync_rank)
         self.last_cutover_t = self.clock()
         self.last_cutover_pass = 0
@@ -54,7 +56,7 @@ class FlipControl:
         self.cutover_ms: list[float] = []
         self.retracted = 0
         self.reprefill_tokens = 0
-        self.seam_tail = str(getattr(f, "seam_tail", "shared"))
+        self.seam_tail = proto.of(SeamTail)
         self.tp_tail: list[int] = []  # rids the TP phase's last batch sampled a token for
         self.seam_tails_lost = 0
 
@@ -76,8 +78,8 @@ class FlipControl:
         mode the slots in flight will come back as voids."""
         ctx = self.ctx
         self.announced_pass, self.announced_t = pass_id, self.clock()
-        ctx.sched.paused = True
-        if self.inflight_mode == "void":
+        ctx.sched.pause()
+        if self.inflight.voids_inflight:
             for b in ctx.sched.inflight:
                 if b is not None:
                     b.flip_void = True
@@ -87,7 +89,7 @@ class FlipControl:
             -1,
             -1,
             ctx.epoch,
-            f"{ctx.phase}->{self.target} {self.inflight_mode}",
+            f"{ctx.phase}->{self.target} {self.inflight.name}",
         )
 
     @property
@@ -157,7 +159,7 @@ class FlipControl:
         a follower's fill is one token short (the log's 8447 vs 8446). `shared` (the fix
         published fill_len + fill tail with the entry) is what ppx's broadcast already does."""
         tail, self.tp_tail = set(self.tp_tail), []
-        if self.seam_tail != "rank0_local":
+        if not self.seam_tail.rank0_only:
             return
         lost = [r for r in residents if r.rid in tail and r.output]
         self.seam_tails_lost += len(lost)  # every rank counts the same rids: a group event

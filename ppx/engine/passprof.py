@@ -39,7 +39,7 @@ TARGETS = [
     ("recv_wait", "ppx.engine.transport.gloo:GlooTransport.recv"),
     ("flush_wait", "ppx.engine.channels:Channels.flush"),
     ("output", "ppx.engine.loop:PassSteps.step_output"),
-    ("output", "ppx.engine.rank:RankLoop.apply_output"),
+    ("output", "ppx.engine.results:Results.apply"),
     ("board", "ppx.engine.board:RankBoard.block"),
     ("board", "ppx.engine.board:RankBoard.unblock"),
     ("board", "ppx.engine.board:RankBoard.set"),

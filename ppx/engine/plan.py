@@ -7,6 +7,7 @@ cache (and keeps one host tier per layout, so KV saved in a phase reloads in tha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -21,6 +22,7 @@ from ppx.engine.model.llama import StageModel
 from ppx.engine.scheduler import Scheduler
 from ppx.engine.shapes import dims_of, pool_sizes
 from ppx.engine.tp_phase import all_reducer
+from ppx.protocol.policy import policy_of
 
 if TYPE_CHECKING:
     from ppx.engine.context import RankContext
@@ -30,10 +32,16 @@ class Planner:
     """Builds a rank's plan per phase; models and host tiers are kept across flips."""
 
     def __init__(
-        self, ctx: RankContext, device: str, trace=None, shared: dict | None = None
+        self,
+        ctx: RankContext,
+        device: str,
+        trace=None,
+        shared: dict | None = None,
+        on_requeue: Callable[[int], None] | None = None,
     ) -> None:
         cfg = ctx.cfg
         self.ctx, self.device, self.trace = ctx, device, trace
+        self.on_requeue = on_requeue  # the retract chokepoint's listener, kept across flips
         # models built by earlier runs in this process (the explorer runs hundreds of
         # schedules of one engine): weights are immutable, only the TP all-reduce is per run
         self.shared = shared
@@ -83,19 +91,22 @@ class Planner:
                 self.hosts[phase] = HostTier(cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now)
             self.hosts[phase].rebind(cache.k, cache.v)
             cache.host = self.hosts[phase]
-        if ctx.is_first and (phase == "tp" or e.admission.name != "rank_local"):
+        # rank 0 admits what every rank can hold wherever its decision travels (#1045)
+        if ctx.is_first and (phase == "tp" or policy_of(cfg).decides):
             cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
         num_slots = world if phase == "pp" else 1
-        sched = Scheduler(cache, num_slots, e.chunk_size, e.max_batch, self.device)
-        sched.lifo = cfg.faults.lifo_rank == r
-        sched.eos = self.eos
-        if self.trace is not None:
-            sched.trace = self.trace
-        old = ctx.plan
-        if old is not None:
-            s = old.sched
-            sched.waiting, sched.reqs = s.waiting, s.reqs
-            sched.cached_tokens, sched.prefill_tokens = s.cached_tokens, s.prefill_tokens
-            sched.on_requeue = s.on_requeue
+        sched = Scheduler(
+            cache,
+            num_slots,
+            e.chunk_size,
+            e.max_batch,
+            self.device,
+            lifo=cfg.faults.lifo_rank == r,
+            eos=self.eos,
+            trace=self.trace,
+            on_requeue=self.on_requeue,
+        )
+        if ctx.plan is not None:
+            sched.inherit(ctx.plan.sched)
         ctx.plan = Plan(phase, model, cache, sched, num_slots)
         ctx.board.set(F.PHASE, 0 if phase == "pp" else 1)

@@ -20,26 +20,41 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from typing import Protocol as TypingProtocol
 
 import torch
 
-from ppx.core import Flag, Kind, Message, StopRun
+from ppx.core import StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import NUM_KINDS, Board, F, RankBoard, State
-from ppx.engine.channels import Channels
 from ppx.engine.context import RankContext
+from ppx.engine.faults.channels import FaultyChannels, channels_for
 from ppx.engine.flip import FlipControl
 from ppx.engine.intake import Intake
-from ppx.engine.loop import PassState, PassSteps, parse_ordering
+from ppx.engine.loop import PassState, PassSteps
 from ppx.engine.plan import Planner
+from ppx.engine.results import Results
+from ppx.engine.ring import Ring
 from ppx.engine.tp_phase import TPPhase
 from ppx.engine.transport import Transport, open_transport
 from ppx.engine.transport.base import Abandoned
+from ppx.protocol.flip import StartPhase
+from ppx.protocol.ordering import parse_ordering
+from ppx.protocol.readiness import Readiness
+from ppx.protocol.registry import Protocol
+from ppx.protocol.told_scope import ToldScope
+from ppx.protocol.width_check import WidthCheck
 from ppx.telemetry.events import EventLog
 
 if TYPE_CHECKING:
     from ppx.config import PPXConfig
-    from ppx.launch.store import StoreSpec
+
+
+class StoreSource(TypingProtocol):
+    """Where a rank under torchrun rendezvouses (ppx.launch.store.StoreSpec): anything that
+    opens the c10d store torchrun's agents share."""
+
+    def connect(self): ...
 
 
 def _debug() -> bool:
@@ -59,7 +74,7 @@ class RankArgs:
     in_q: object = None
     out_q: object = None
     shared_models: dict | None = None  # the simulator's: models kept across runs in-process
-    store: StoreSpec | None = None  # under torchrun: rendezvous through its c10d store
+    store: StoreSource | None = None  # under torchrun: rendezvous through its c10d store
     # forkserver only: the supervisor's environment when it started this rank (a forkserver
     # child inherits the forkserver's, which is as old as the process's first run; a spawn
     # child inherits the current one by itself)
@@ -84,7 +99,9 @@ def _die_with_parent() -> None:
         threading.Thread(target=watch, name="ppx-supervisor-watch", daemon=True).start()
 
 
-class RankLoop(PassSteps):
+class RankLoop:
+    """One rank: its context, the designs it runs, its plan, and the loop of passes."""
+
     def __init__(self, a: RankArgs, t: Transport, board: Board) -> None:
         cfg = self.cfg = a.cfg
         self.rank, self.world, self.run_dir = a.rank, a.world, a.run_dir
@@ -95,50 +112,36 @@ class RankLoop(PassSteps):
         # nccl: one GPU per rank; gloo with device=cuda: the ranks share a GPU, tensors
         # cross via the host
         self.device = t.payload_device if cfg.engine.transport == "nccl" else str(cfg.device)
-        ch = Channels(a.rank, a.world, t, rb, self.device)
-        if cfg.engine.readiness:
-            ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
-        if cfg.faults.delay_kind and cfg.faults.delay_rank in (a.rank, -2):
-            ch.delays[Kind[cfg.faults.delay_kind.upper()]] = float(cfg.faults.delay_s)
-        if cfg.faults.lose_kind and cfg.faults.lose_rank == a.rank:
-            ch.lose = (int(Kind[cfg.faults.lose_kind.upper()]), int(cfg.faults.lose_seq))
+        self.proto = proto = Protocol(cfg)  # the designs this rank runs (ppx/protocol)
+        ch = channels_for(a.rank, a.world, t, rb, self.device, cfg)
+        ch.readiness_budget_s = proto.of(Readiness).budget_s()
         self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
+        if isinstance(ch, FaultyChannels):
+            ch.sched_of = lambda: ctx.sched
         self.t, self.ch, self.board, self.events = t, ch, rb, events
-        self.prev, self.next, self.is_first, self.is_last = (
-            ctx.prev,
-            ctx.next,
-            ctx.is_first,
-            ctx.is_last,
-        )
-        self.steps = parse_ordering(list(cfg.engine.ordering.steps))
+        self.ordering = parse_ordering(list(cfg.engine.ordering.steps))
         self.debug = _debug()
         tracer = self._tracer() if self.debug else None
-        self.planner = Planner(ctx, self.device, tracer, a.shared_models)
-        self.planner.switch(cfg.flip.start_phase if cfg.flip.enabled else "pp")
-        self.policy = make_policy(cfg.engine.admission.name, ctx)
-        self.flip = FlipControl(ctx, self.planner.switch, self.policy.readmit_told_row)
+        retracted = proto.of(ToldScope).retracted  # the retract chokepoint's listener
+        self.planner = Planner(ctx, self.device, tracer, a.shared_models, retracted)
+        self.planner.switch(proto.of(StartPhase).name if cfg.flip.enabled else "pp")
+        self.policy = make_policy(ctx, proto)
+        self.flip = FlipControl(ctx, self.planner.switch, proto, self.policy.readmit_told_row)
         mx = cfg.model.max_context
-        self.intake = (
-            Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if self.is_first else None
+        intake = Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if ctx.is_first else None
+        self.intake = intake
+        results = Results(ctx, self.policy, intake)
+        self.tp = TPPhase(ctx, self.policy, self.flip, intake, results.apply)
+        self.steps = PassSteps(
+            ctx, self.policy, self.flip, Ring.of(proto), proto.of(WidthCheck), intake, results
         )
-        self.tp = TPPhase(ctx, self.policy, self.flip, self.intake, self.apply_output)
-        self.sampled: dict[int, torch.Tensor] = {}
-        self.to_relay: Message | None = None
 
-    # -- the current plan and the context, as the steps read them --------------------------
+    # -- the current plan and the context, as the loop reads them --------------------------
     sched = property(lambda self: self.ctx.sched)
     cache = property(lambda self: self.ctx.cache)
-    model = property(lambda self: self.ctx.model)
     phase = property(lambda self: self.ctx.phase)
     num_slots = property(lambda self: self.ctx.num_slots)
     stop_reason = property(lambda self: self.ctx.stop_reason)
-
-    @property
-    def epoch(self) -> int:
-        return self.ctx.epoch
-
-    def stop(self, reason: str, p: PassState | None = None) -> None:
-        self.ctx.stop(reason, p)
 
     def _tracer(self) -> Callable[[str], None]:
         """PPX_DEBUG=1: admits and requeues traced to the rank's log with their call sites."""
@@ -152,53 +155,14 @@ class RankLoop(PassSteps):
 
         return trace
 
-    # -- hooks used by the steps ---------------------------------------------------------
-    def on_chain(self, p: PassState, msg: Message) -> None:
-        """Control riding the chain: a flip announced at this pass, on every rank at once."""
-        if msg.flags & Flag.FLIP:
-            self.flip.announce(p.pass_id)
-
-    def apply_output(self, slot: int, batch, msg: Message, p: PassState | None) -> None:
-        if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, re-queued
-            self.sched.void(batch)
-            return
-        if self.policy.absorb(slot, batch, msg, p):
-            return
-        tokens = msg.tensors[0].tolist() if msg.tensors else []
-        finals = sum(e.final for e in batch.entries)
-        if len(tokens) != finals or msg.pass_id != batch.pass_id:
-            self.stop(
-                f"output mismatch: rank{self.rank} slot={slot} got pass={msg.pass_id} "
-                f"width={len(tokens)} vs local pass={batch.pass_id} finals={finals}",
-                p,
-            )
-        done = self.sched.apply_output(slot, tokens)
-        self.board.add(F.TOKENS, len(done))
-        for req, tok in done:
-            if req.finished:
-                self.board.add(F.FINISHED)
-                self.policy.on_served(req.rid)
-                self.events.emit(
-                    "finish",
-                    p.pass_id if p else -1,
-                    slot,
-                    req.rid,
-                    self.epoch,
-                    f"cached={req.cached}",
-                )
-            if self.is_first:
-                self.intake.token(req.rid, tok, req.finished, req.cached)
-
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> None:
         pass_id, was_idle = 0, False
-        runners = [(getattr(self, f"step_{s.name}"), s) for s in self.steps]
         while True:
             self.board.beat(pass_id)
             if self.phase == "pp":
                 p = PassState(pass_id, pass_id % self.num_slots)
-                for fn, step in runners:
-                    fn(p, step)
+                self.steps.run(p, self.ordering)
                 shutdown = p.shutdown
                 if self.flip.draining and pass_id >= self.flip.cutover_pass():
                     self.flip.cutover(pass_id)
@@ -223,7 +187,7 @@ class RankLoop(PassSteps):
         if inflight > self.board.f[F.MAX_INFLIGHT]:
             self.board.set(F.MAX_INFLIGHT, inflight)
         self.board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
-        if self.is_first:
+        if self.intake is not None:
             self.intake.flush_out()
         idle = self.sched.idle
         if idle and not was_idle:
@@ -268,7 +232,7 @@ class RankLoop(PassSteps):
         }
 
     def policy_counters(self) -> dict:
-        return {**getattr(self.policy, "counters", lambda: {})(), **self.flip.counters()}
+        return {**self.proto.counters(), **self.policy.counters(), **self.flip.counters()}
 
 
 def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[dict, RankLoop]:

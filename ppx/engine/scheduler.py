@@ -9,15 +9,24 @@ from __future__ import annotations
 
 from collections import deque
 
-import torch
-
 from ppx.core import Entry, ForwardInputs, Req, SlotBatch
 from ppx.engine.cache.kv import KVCache
+from ppx.engine.inputs import forward_inputs
 
 
 class Scheduler:
     def __init__(
-        self, cache: KVCache, num_slots: int, chunk_size: int, max_batch: int, device: str = "cpu"
+        self,
+        cache: KVCache,
+        num_slots: int,
+        chunk_size: int,
+        max_batch: int,
+        device: str = "cpu",
+        *,
+        lifo: bool = False,
+        eos: frozenset[int] = frozenset(),
+        trace=None,
+        on_requeue=None,
     ) -> None:
         self.cache, self.num_slots = cache, num_slots
         self.chunk_size, self.max_batch, self.device = chunk_size, max_batch, device
@@ -32,13 +41,23 @@ class Scheduler:
         self.prefill_tokens = 0
         self.cached_tokens = 0
         self.paused = False  # a flip is draining: nothing new is scheduled
-        self.lifo = False  # faults.lifo_rank: this rank scans its queue newest-first
-        self.trace = None  # PPX_DEBUG=1: a callable that logs request moves
+        self.lifo = lifo  # faults.lifo_rank: this rank scans its queue newest-first
+        self.trace = trace  # PPX_DEBUG=1: a callable that logs request moves
         # the retract chokepoint: every re-queue (void, cutover, TP void) reports the rid
         # (engine.admission.told_scope=epoch_retract clears the request's told row there)
-        self.on_requeue = None
-        self.eos: frozenset[int] = frozenset()  # a checkpoint's EOS ids: sampling one finishes
+        self.on_requeue = on_requeue
+        self.eos = eos  # a checkpoint's EOS ids: sampling one finishes
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
+
+    def inherit(self, old: Scheduler) -> None:
+        """A flip's new plan takes over every request (residents were re-queued by the
+        cutover) and the run's prefill accounting."""
+        self.waiting, self.reqs = old.waiting, old.reqs
+        self.cached_tokens, self.prefill_tokens = old.cached_tokens, old.prefill_tokens
+
+    def pause(self) -> None:
+        """A flip was announced: nothing new is scheduled until the cutover."""
+        self.paused = True
 
     # -- queue ----------------------------------------------------------------------------
     def add(self, reqs: list[Req]) -> None:
@@ -144,57 +163,7 @@ class Scheduler:
 
     # -- running a batch ------------------------------------------------------------------
     def inputs(self, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
-        if batch.mode == "decode" and all(e.extend_len == 1 and e.final for e in batch.entries):
-            return self._decode_inputs(batch, first_stage)
-        pos, ids, rows, prefix, qo, sample = [], [], [], [], [0], []
-        for e in batch.entries:
-            req = self.reqs[e.rid]
-            pos += range(e.prefix_len, e.end)
-            if first_stage:
-                ids += req.tokens[e.prefix_len : e.end]
-            rows.append(req.row)
-            prefix.append(e.prefix_len)
-            qo.append(qo[-1] + e.extend_len)
-            if e.final:
-                sample.append(qo[-1] - 1)
-
-        def t(x):
-            return torch.tensor(x, dtype=torch.int64, device=self.device)
-
-        return ForwardInputs(
-            mode=batch.mode,
-            positions=t(pos),
-            qo_indptr=t(qo),
-            prefix_lens=t(prefix),
-            req_rows=t(rows),
-            out_cache_loc=t(self.locs[batch.pass_id]),
-            sample_rows=t(sample),
-            input_ids=t(ids) if first_stage else None,
-        )
-
-    def _decode_inputs(self, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
-        """The same inputs for a decode batch (one token per request, every one sampled) from
-        one tensor of columns, instead of a tensor per field and lists grown per token."""
-        pos, rows, ids = [], [], []
-        for e in batch.entries:
-            req = self.reqs[e.rid]
-            pos.append(e.prefix_len)
-            rows.append(req.row)
-            if first_stage:
-                ids.append(req.token_at(e.prefix_len))
-        n, dev = len(pos), self.device
-        cols = torch.tensor([pos, pos, rows, ids] if first_stage else [pos, pos, rows])
-        cols = cols.to(dev)
-        return ForwardInputs(
-            mode=batch.mode,
-            positions=cols[0],
-            qo_indptr=torch.arange(n + 1, device=dev),
-            prefix_lens=cols[1],
-            req_rows=cols[2],
-            out_cache_loc=torch.tensor(self.locs[batch.pass_id], dtype=torch.int64, device=dev),
-            sample_rows=torch.arange(n, device=dev),
-            input_ids=cols[3] if first_stage else None,
-        )
+        return forward_inputs(self, batch, first_stage)
 
     def after_launch(self, batch: SlotBatch) -> None:
         """This rank computed the batch: its chunks' KV is real, so the tree may share it."""
@@ -227,6 +196,43 @@ class Scheduler:
             self.running[req.slot].remove(req)
         self.cache.release(req)
         del self.reqs[req.rid]
+
+    # -- the chunked pointer, as the reconcile designs read and restore it ------------------
+    def snapshot_chunked(self, slot: int) -> None:
+        """At the top of a pass: the pointer before this pass placed anything (the log's
+        `_pp_chunked_req_before_by_slot[mb_id]`)."""
+        self.chunked_before[slot] = self.chunked
+
+    def resume_chunked(self, req: Req | None) -> None:
+        """Point the scheduler-wide chunked pointer at `req` (a void's per-slot restore, or the
+        slot's own request answering where another slot's restore clobbered it)."""
+        self.chunked = req
+
+    def holds_mid_prefill(self, req: Req) -> bool:
+        """A request this rank holds mid-prefill outside the pointer: a row, not queued, not
+        yet pinned to a slot, prompt not done (a void parked it in place)."""
+        return (
+            req.row >= 0 and req.slot < 0 and req not in self.waiting and req.computed < req.seq_len
+        )
+
+    def placed_ahead(self, req: Req) -> int:
+        """Tokens of `req` placed in slots whose results have not come back yet."""
+        return sum(
+            e.extend_len
+            for b in self.inflight
+            if b is not None
+            and b.placed
+            and not b.voided
+            and b.incarnation.get(req.rid) == req.admit_seq
+            and req.rid not in b.rolled
+            for e in b.entries
+            if e.rid == req.rid
+        )
+
+    def hold_void(self, batch: SlotBatch) -> None:
+        """A pass this rank retracted: it holds the slot, placed nowhere, until its void
+        comes back on the ring."""
+        self.inflight[batch.slot] = batch
 
     def void(self, batch: SlotBatch, keep: frozenset[int] | set[int] = frozenset()) -> list[Req]:
         """The pass ran nowhere: undo what this rank allocated but never computed and re-queue

@@ -124,8 +124,7 @@ class TPPhase:
             ):
                 obs[ctx.rank] = torch.tensor([1, e.rid, e.prefix_len, local])
                 ctx.board.add(F.RETRACTIONS)
-                if hasattr(self.policy, "n"):
-                    self.policy.n["retractions"] += 1
+                self.policy.count_retraction(1)
                 ctx.events.emit(
                     "retract",
                     pass_id,

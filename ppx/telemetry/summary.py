@@ -4,41 +4,14 @@ from __future__ import annotations
 
 import statistics
 
+from ppx.protocol import registry
 from ppx.telemetry.events import read_events
 
-GROUP_COUNTERS = [
-    "flips",
-    "voids",
-    "retractions",
-    "refusals",
-    "stops",
-    "guard_floors_learned",
-    "guard_clamps",
-    "unresolved",
-    "escalations",
-    "prefix_floors_cleared",
-    # engine.guard.defer_streak=offer (#944): streaks restarted by a changed offer, and
-    # unresolved reports on a told<=0 offer that were never counted
-    "defer_streak_resets",
-    "unresolved_exempt",
-    "told_rows_applied",
-    "told_rows_ignored_stale",
-    "told_cleared_at_retract",  # told_scope=epoch_retract: rows cleared at a re-queue (#1061b)
-    "retracted_at_flip",
-    "reprefill_tokens",
-    "reconcile_misses",  # engine.admission.reconcile=scheduler: a rid the lookup found nowhere
-    "reconcile_slot_answers",  # reconcile=slot: the slot's request answered a clobbered pointer
-    "void_kept",  # engine.admission.void=keep: voided members parked in place
-    "load_back_deferred",  # engine.kv.load_back=admitted: a host hit with no extent to load it
-    "staggered_reads",  # local_extent=completed: a held extent read with a chunk still ahead
-    "seat_vetoes",  # follower_seats=veto: rids a follower refused on its own seat count (#1153 F2)
-    # engine.admission.prefetch_floor=group (#1175): rank 0 deferred a rid on the group's
-    # completion floor / clamped to it / admitted because it covered what rank 0 wanted
-    "prefetch_deferred",
-    "prefetch_clamped",
-    "prefetch_floor_admits",
-    "seam_tails_lost",  # flip.seam_tail=rank0_local: requests whose TP tail stayed on rank 0
-]
+# every counter a design keeps (ppx/protocol/registry.py), named once for summary.json, the
+# W&B summary and the analysis frame; a group counter is one event every rank records (the
+# summary takes the max over ranks), the others are each rank's own (summed)
+GROUP_COUNTERS = [c.name for c in registry.COUNTERS]
+GROUP_EVENTS = frozenset(c.name for c in registry.COUNTERS if c.group)
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -50,29 +23,16 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 # the config choices, in the order every table shows them: summary.json's `choices`, the W&B
-# run's flat config keys, the analysis frame's columns
-CHOICE_KEYS = (
-    "exp",
-    "pp",
-    "tp",
-    "seed",
-    "device",
-    "model",
-    "workload",
-    "admission",
-    "ordering",
-    "guard",
-    "kernels",
-    "flip",
-    "faults",
-    "readiness",
-    "transport",
-)
+# run's flat config keys, the analysis frame's columns. The run's shape first, then every
+# protocol switch and its numbers, flat (ppx/protocol/registry.py), so runs that differ in any
+# sub-switch are told apart everywhere.
+RUN_KEYS = ("exp", "pp", "tp", "seed", "device", "model", "workload", "ordering", "kernels")
+RUN_KEYS += ("flip", "faults", "transport")
+CHOICE_KEYS = RUN_KEYS + tuple(k for k in registry.CHOICE_NAMES if k not in RUN_KEYS)
 
 
 def choices_of(cfg, exp: str | None) -> dict:
-    e = cfg.engine
-    return {
+    run = {
         "exp": exp,
         "pp": int(cfg.pp),
         "tp": int(cfg.tp),
@@ -80,15 +40,13 @@ def choices_of(cfg, exp: str | None) -> dict:
         "device": str(cfg.device),
         "model": cfg.model.name,
         "workload": cfg.workload.name,
-        "admission": e.admission.name,
-        "ordering": e.ordering.name,
-        "guard": e.guard.name,
-        "kernels": e.kernels.name,
+        "ordering": cfg.engine.ordering.name,
+        "kernels": cfg.engine.kernels.name,
         "flip": cfg.flip.name,
         "faults": cfg.faults.name,
-        "readiness": bool(e.readiness),
-        "transport": str(e.transport),
+        "transport": str(cfg.engine.transport),
     }
+    return run | registry.choices(cfg)
 
 
 def request_rows(driver) -> list[dict]:
@@ -190,16 +148,8 @@ def build(
     for k in GROUP_COUNTERS:
         # a void or a flip is one group event that every rank records; retractions and
         # refusals are each rank's own
-        group_event = k in (
-            "flips",
-            "voids",
-            "stops",
-            "retracted_at_flip",
-            "reprefill_tokens",
-            "seam_tails_lost",
-        )
         vals = [v or 0 for v in per_rank[k]]
-        s[k] = int(max(vals or [0])) if group_event else int(sum(vals))
+        s[k] = int(max(vals or [0])) if k in GROUP_EVENTS else int(sum(vals))
     cut = sorted(rep0.get("cutover_ms", []))
     if cut:
         s["cutover_ms_p50"], s["cutover_ms_max"] = _pct(cut, 50), round(cut[-1], 3)

@@ -23,6 +23,20 @@ def wandb_config(summary: dict, resolved: dict) -> dict:
     return {**summary.get("choices", {}), "resolved": resolved}
 
 
+def tag_choices(choices: dict) -> dict:
+    """What a run is tagged with: its shape and every protocol switch away from its default
+    (all of them are flat config keys too; tags are for reading a run list at a glance)."""
+    from ppx.protocol.registry import AXES
+    from ppx.telemetry.summary import RUN_KEYS
+
+    moved = {
+        axis.choice
+        for axis, _ in AXES.values()
+        if choices.get(axis.choice, axis.default) != axis.default
+    }
+    return {k: v for k, v in choices.items() if k != "seed" and (k in RUN_KEYS or k in moved)}
+
+
 def wandb_summary(summary: dict) -> dict:
     """summary.json's scalars under their own names, and the per-rank counters flattened."""
     out = {k: v for k, v in summary.items() if isinstance(v, (int, float, str, bool)) or v is None}
@@ -42,7 +56,7 @@ def log_run(
     import wandb
 
     choices = summary.get("choices", {})
-    tags = [f"{k}={v}" for k, v in choices.items() if k not in ("seed",)] + list(lg.tags or [])
+    tags = [f"{k}={v}" for k, v in tag_choices(choices).items()] + list(lg.tags or [])
     run = None
     try:
         run = wandb.init(

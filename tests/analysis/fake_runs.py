@@ -20,27 +20,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fake_postmortem import write_postmortem
 
-from ppx.telemetry.summary import GROUP_COUNTERS
+from ppx.config import PPXConfig
+from ppx.telemetry.summary import GROUP_COUNTERS, choices_of
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
 
-DEFAULT_CHOICES: dict[str, Any] = {
-    "exp": "smoke",
+# the real schema's choices (every switch, flat, in the engine's order), with the fake
+# sweep's own base on top
+DEFAULT_CHOICES: dict[str, Any] = choices_of(PPXConfig(), "smoke") | {
     "pp": 2,
-    "tp": 1,
-    "seed": 0,
-    "device": "cpu",
-    "model": "tiny",
-    "workload": "shared_prefix",
-    "admission": "rank_local",
     "ordering": "decision_first",
     "guard": "rid",
-    "kernels": "torch",
-    "flip": "off",
-    "faults": "none",
     "readiness": True,
-    "transport": "gloo",
 }
-INT_CHOICES = ("pp", "tp", "seed")
+INT_CHOICES = ("pp", "tp", "seed", "livelock_passes", "defer_cap")
 
 # The 2x2x2 sweep most tests use: the flush_before_decision half wedges.
 MATRIX: dict[str, list[Any]] = {

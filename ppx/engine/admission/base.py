@@ -92,3 +92,10 @@ class Policy:
         """Rank 0 / followers see the output of `batch`; return True when it was a void
         that the policy absorbed (requests re-queued), False for a normal output."""
         return False
+
+    def count_retraction(self, n: int) -> None:
+        """A TP-phase follower could not execute rank 0's schedule (any policy: the TP phase
+        always executes it)."""
+
+    def counters(self) -> dict[str, int]:
+        return {}

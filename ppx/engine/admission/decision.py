@@ -1,11 +1,11 @@
-"""`decision` and `forwarded`: rank 0 decides, followers obey (or say why they cannot).
+"""`decision`, `forwarded` and `row_authority`: rank 0 decides, followers obey (or say why they
+cannot).
 
 Rank 0 forms the batch from its own queue and tree (clamped by the guard) and puts the
-decision on its own channel every pass: membership and lengths, never slot pointers.
-`decision`: a follower with local >= told truncates to told; local < told retracts the entry
-(one warning naming rank / rid / told / local) and the pass is voided group-uniformly.
-`forwarded`: the follower executes (prefix_len, extend_len) exactly, re-deriving nothing; a
-schedule it cannot execute is a refusal, answered by `on_refusal: void | stop`.
+decision on its own channel every pass: membership and lengths, never slot pointers. A
+follower (`follow.Follower`, its own collaborator) forms its batch from the decision or reports
+the rids it cannot run; what it does then (retract and void, refuse and stop) is the designs'
+(ppx/protocol). Rank 0 absorbs the voids that come back on the output ring and the laps.
 """
 
 from __future__ import annotations
@@ -14,63 +14,48 @@ import sys
 
 from ppx.core import Flag, Kind, Message, Req, SlotBatch
 from ppx.engine.admission import codec
-from ppx.engine.admission import prefetch_floor as pf
 from ppx.engine.admission.base import Policy
 from ppx.engine.admission.follow import Follower
-from ppx.engine.admission.load_back import LoadBackGate
-from ppx.engine.admission.reconcile import Reconciler
-from ppx.engine.admission.told_rows import ToldRows
 from ppx.engine.board import F
-from ppx.engine.guard import Guard
+from ppx.engine.faults.offer import offer_fault
+from ppx.protocol import prefetch_floor as pf
+from ppx.protocol.guard.defer_streak import DeferStreak
+from ppx.protocol.guard.floors import Floors
+from ppx.protocol.guard.guard import Guard
+from ppx.protocol.guard.prefix_clear import PrefixClear
+from ppx.protocol.load_back import LoadBack
+from ppx.protocol.policy import Policy as PolicyDesign
+from ppx.protocol.prefetch_carrier import query_code, read_query
+from ppx.protocol.prefetch_floor import PrefetchFloor
+from ppx.protocol.registry import Protocol
+from ppx.protocol.told_scope import ToldScope
+from ppx.protocol.void import VoidMode
 
 
-class DecisionPolicy(Follower, Policy):
-    def __init__(self, ctx, forwarded: bool) -> None:
+class DecisionPolicy(Policy):
+    def __init__(self, ctx, proto: Protocol) -> None:
         super().__init__(ctx)
         cfg = ctx.cfg
-        self.name = "forwarded" if forwarded else "decision"
-        self.forwarded = forwarded
-        self.on_refusal = cfg.engine.admission.on_refusal
-        g = cfg.engine.guard
+        self.design = proto.of(PolicyDesign)
+        self.name = self.design.name
         self.guard = Guard(
-            g.name,
-            int(g.defer_cap),
-            miss=getattr(g, "miss", "sentinel"),
-            prefix_clear=getattr(g, "prefix_clear", "serve"),
-            defer_streak=getattr(g, "defer_streak", "refusal"),
+            proto.of(Floors),
+            proto.of(DeferStreak),
+            proto.of(PrefixClear),
+            int(cfg.engine.guard.defer_cap),
             on_escalate=self.escalate,
         )
         self.livelock_passes = int(cfg.engine.livelock_passes)
-        # engine.admission.geometry: told (execute rank 0's lengths) | rederive (#791 slice 1)
-        self.rederive = getattr(cfg.engine.admission, "geometry", "told") == "rederive"
-        self.told_rows = ToldRows(
-            getattr(cfg.engine.admission, "told_scope", "pass"),
-            getattr(getattr(cfg, "flip", None), "epoch_advance", "release"),
-        )
-        ctx.sched.on_requeue = self.told_rows.retracted  # the plan carries it across flips
-        a = cfg.engine.admission  # reconcile: slot | scheduler; void: requeue | keep (#798)
-        self.rec = Reconciler(
-            getattr(a, "reconcile", "slot"),
-            getattr(a, "void", "requeue"),
-            getattr(a, "local_extent", "planned"),  # planned | completed (the stagger)
-        )
-        # engine.kv.load_back: local (#1046) | admitted (#1040: a load needs a published extent)
-        kv = getattr(cfg.engine, "kv", None)
-        self.load_back = LoadBackGate(getattr(kv, "load_back", "local"), self.livelock_passes)
-        # a follower's prefill in rank 0's decision order (default) or its own queue's order
-        self.queue_order = getattr(a, "batch_order", "decision") == "queue"
+        self.told_rows = proto.of(ToldScope)
+        self.voids = proto.of(VoidMode)
+        self.load_back = proto.of(LoadBack)
         self.void_streak: list[tuple[int, int, int]] = []
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
-        self.carrier = pf.carrier_for(ctx, forwarded)
+        self.carrier = proto.of(PrefetchFloor).carrier(ctx.rank, ctx.world, self.design.executes)
         self.laps = 0
-        self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0, "seat_vetoes": 0}
-        # engine.admission.follower_seats=veto: a follower's own seat count refuses rids of a
-        # forwarded schedule (the count gates #1153 F2 removed); ignore (default) never does
-        self.seat_veto = forwarded and getattr(a, "follower_seats", "ignore") == "veto"
-        self.seat_note = ""  # the numbers of the last veto, for a stop's reason
-        # faults.offer_flap (rank 0): rids whose match is read `flap` tokens short this offer
-        self.flap = int(getattr(getattr(cfg, "faults", None), "offer_flap", 0))
-        self.flapped: set[int] = set()
+        self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
+        self.follower = Follower(ctx, proto, self.n)
+        self.offer = offer_fault(cfg, ctx.rank)  # faults.offer_flap (rank 0 only), else inert
         # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
         # plan), so a follower never lacks room for what it is told
 
@@ -82,45 +67,45 @@ class DecisionPolicy(Follower, Policy):
         return pf.admit_on_floor(self.ctx, self.carrier, req.rid, want)  # #1175
 
     def local_match(self, req) -> int:
-        may = self.load_back.may_load(req.rid)
-        local = self.sched.cache.match(req.tokens, may_load=may)
-        self.load_back.deferred += local < 0 and not may
-        if req.rid in self.flapped and local > self.flap:
-            return local - self.flap  # faults.offer_flap: the extension is gone this offer
-        return local
+        return self.offer.read(req.rid, self.load_back.match(self.sched.cache, req))
 
     def schedule(self, p) -> None:
-        self.rec.snapshot(self.sched, p.slot)
-        if self.ctx.is_first:
-            p.batch = self.local_prefill(p.slot, p.pass_id)
-            b = p.batch
-            if b is not None:
-                self.load_back.published(b.rids)  # rank 0's own row, parked for the lap
-            if (why := self.load_back.starved(self.sched)) is not None:
-                self.ctx.stop(why, p)
-            mode = codec.MODES[b.mode] if b is not None else codec.MODES["none"]
-            # only a prefill decision carries entries; a decode pass's membership is the
-            # slot's running set on every rank, so it travels as a count and a checksum
-            # in the header (the message still exists every pass)
-            rids = b.rids if b is not None else []
-            p.decision = Message(
-                Kind.DECISION,
-                p.slot,
-                p.pass_id,
-                self.ctx.epoch,
-                aux=(mode, len(rids), sum(rids) & 0x7FFFFFFF),
-                flags=Flag.HAS_ENTRIES if mode == codec.MODES["prefill"] else 0,
-                tensors=[codec.encode(b.entries)] if mode == codec.MODES["prefill"] else [],
-            )
-            if self.carrier is not None:  # #1175: ask about one deferred rid (round robin)
-                q = self.carrier.query(p.pass_id)
-                # with nothing in flight no output receive reads the wire from the last rank:
-                # rank 0 owes a blocking read of this pass's lap, and says so on the decision
-                idle = b is None and all(x is None for x in self.sched.inflight)
-                p.decision.aux = (*p.decision.aux, pf.query_code(q, q >= 0 and idle))
-                self.carrier.owe = p.pass_id if q >= 0 and idle else -1
-        elif p.decision is not None:
-            self.apply(p)
+        self.sched.snapshot_chunked(p.slot)
+        if not self.ctx.is_first:
+            if p.decision is not None:
+                self.follower.apply(p)
+            return
+        p.batch = b = self.local_prefill(p.slot, p.pass_id)
+        if b is not None:
+            self.load_back.published(b.rids)  # rank 0's own row, parked for the lap
+        if (why := self.load_back.starved(self.sched)) is not None:
+            self.ctx.stop(why, p)
+        p.decision = self.decision_of(p, b)
+
+    def decision_of(self, p, b: SlotBatch | None) -> Message:
+        mode = codec.MODES[b.mode] if b is not None else codec.MODES["none"]
+        # only a prefill decision carries entries; a decode pass's membership is the slot's
+        # running set on every rank, so it travels as a count and a checksum in the header
+        # (the message still exists every pass)
+        rids = b.rids if b is not None else []
+        prefill = mode == codec.MODES["prefill"]
+        msg = Message(
+            Kind.DECISION,
+            p.slot,
+            p.pass_id,
+            self.ctx.epoch,
+            aux=(mode, len(rids), sum(rids) & 0x7FFFFFFF),
+            flags=Flag.HAS_ENTRIES if prefill else 0,
+            tensors=[codec.encode(b.entries)] if prefill else [],
+        )
+        if self.carrier is not None:  # #1175: ask about one deferred rid (round robin)
+            q = self.carrier.query(p.pass_id)
+            # with nothing in flight no output receive reads the wire from the last rank:
+            # rank 0 owes a blocking read of this pass's lap, and says so on the decision
+            idle = b is None and all(x is None for x in self.sched.inflight)
+            msg.aux = (*msg.aux, query_code(q, q >= 0 and idle))
+            self.carrier.owe = p.pass_id if q >= 0 and idle else -1
+        return msg
 
     def send_decision(self, p) -> None:
         ctx = self.ctx
@@ -141,27 +126,21 @@ class DecisionPolicy(Follower, Policy):
             )
         entries, carried = bool(p.decision.flags & Flag.HAS_ENTRIES), False
         if self.carrier is not None:  # stamp on the way up (#1175), before anything is applied
-            rid, owed = pf.read_query(p.decision.aux[3])
+            rid, owed = read_query(p.decision.aux[3])
             rows = self.carrier.stamp(self.sched, rid) if rid >= 0 else []
             p.decision = pf.stamped(p.decision, rows, entries)
             # a lap rank 0 will read: before an output it receives, or one it said it owes
             carried = rid >= 0 and (p.decision.aux[0] != codec.MODES["none"] or owed)
         if ctx.is_last and (entries or carried) and ctx.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
-            ctx.ch.send(
-                0,
-                Message(
-                    Kind.LAP,
-                    p.slot,
-                    p.pass_id,
-                    ctx.epoch,
-                    aux=pf.lap_aux(p.decision, self.carrier, entries)
-                    if self.carrier is not None
-                    else (p.decision.aux[1],),
-                ),
+            aux = (
+                pf.lap_aux(p.decision, self.carrier, entries)
+                if self.carrier is not None
+                else (p.decision.aux[1],)
             )
+            ctx.ch.send(0, Message(Kind.LAP, p.slot, p.pass_id, ctx.epoch, aux=aux))
         if p.scheduled:
-            self.apply(p)
+            self.follower.apply(p)
 
     def lap(self, p, block: bool) -> None:
         """Rank 0 absorbs the laps that came back. Blocking on this pass's lap (the wraparound
@@ -203,9 +182,8 @@ class DecisionPolicy(Follower, Policy):
             for _rank, rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
-            if self.flap > 0:  # faults.offer_flap: each void toggles the match (once per rid)
-                self.flapped ^= {row[1] for row in obs}
-        requeued = self.rec.void(self.sched, batch)
+            self.offer.voided({row[1] for row in obs})
+        requeued = self.voids.void(self.sched, batch)
         self.n["voids"] += 1
         ctx.board.add(F.VOIDS)
         ctx.events.emit(
@@ -240,6 +218,9 @@ class DecisionPolicy(Follower, Policy):
                 p,
             )
 
+    def count_retraction(self, n: int) -> None:
+        self.n["retractions"] += n
+
     def escalate(self, rid: int, reports: int) -> None:
         """The defer cap ran out for `rid`: its next offer is told=0 (sgl-project#944)."""
         msg = (
@@ -255,20 +236,15 @@ class DecisionPolicy(Follower, Policy):
     def readmit_told_row(self, req: Req) -> None:
         # the tree match only for a request that carries a row: the new tree holds what it
         # holds (nothing, unless a host tier loads it back)
-        if req.rid in self.told_rows.rows:
+        if self.told_rows.holds(req.rid):
             local = self.ctx.sched.cache.tree_match(req.tokens)
             self.told_rows.readmit(self.ctx, req.rid, local)
 
     def on_served(self, rid: int) -> None:
         self.guard.served(rid)
-        self.flapped.discard(rid)
+        self.offer.served(rid)
         self.told_rows.drop(rid)
 
-    def counters(self) -> dict:
-        return {
-            **self.n,
-            **self.rec.counters(),
-            **self.load_back.counters(),
-            **(self.carrier.n if self.carrier is not None else {}),
-            **(self.guard.counters() if self.ctx.is_first else self.told_rows.counters()),
-        }
+    def counters(self) -> dict[str, int]:
+        carried = self.carrier.n if self.carrier is not None else {}
+        return {**self.n, **carried, **self.guard.counters()}

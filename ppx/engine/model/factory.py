@@ -12,7 +12,7 @@ from ppx.engine.shapes import dims_of
 
 
 def is_hf(cfg) -> bool:
-    return getattr(cfg.model, "path", None) is not None
+    return cfg.model.path is not None
 
 
 def weight_source(cfg):
@@ -55,7 +55,7 @@ def reference(cfg) -> Reference:
 
 def model_key(cfg) -> tuple:
     """What identifies the weights (the explorer shares built models across runs by it)."""
-    return (getattr(cfg.model, "path", None), int(cfg.seed), dims_of(cfg), cfg.model.dtype)
+    return (cfg.model.path, int(cfg.seed), dims_of(cfg), cfg.model.dtype)
 
 
 def eos_ids(cfg) -> frozenset[int]:

@@ -1,20 +1,7 @@
-"""Rank 0 admits a prefix only when the group's prefetch completion floor covers it
-(sgl-project#1175/#1176).
+"""The group's prefetch completion floor (sgl-project#1175/#1176): the carrier's numbers.
 
-`engine.admission.prefetch_floor`:
-- `group` (default, #1175): rank 0 names one deferred rid per pass on its decision (round
-  robin); every follower stamps `[rank, rid, matched, loaded]` for it on the decision as it
-  passes (looking it up starts that rank's load-back too), and the last rank folds the rows
-  into the header of the lap back to rank 0 (no payload: the lap completes when rank 0 reads
-  it, where it reads the wire anyway; with nothing in flight the decision says rank 0 owes a
-  blocking read of that lap). Rank 0 admits `want` only when the group floor covers it. A
-  follower that is silent, or whose load-back is still running, contributes NO number
-  (PENDING, never a zero): the rid is deferred by name while other work proceeds. When the
-  bound (`engine.admission.prefetch_bound_ms`, rank 0's clock) expires, rank 0 clamps to what
-  the group certainly holds instead of over-telling. `want <= 0` admits unconditionally.
-- `rank0` (the log before #1175): rank 0 admits on its own, rank-local prefetch completion
-  ("completed_synced" was a MIN reduce under tp > 1 only, never across PP ranks); a follower
-  whose load has not landed cannot execute the forwarded row.
+How rank 0 learns the group's completion without a collective: see
+ppx/protocol/prefetch_floor.py for the switch and its two designs.
 
 #1176: presence is `matched + loaded` (the sum, never the max), and a follower whose load
 terminated short of what it began reports a CONTRADICTION on the same carrier; rank 0 stops the
@@ -25,12 +12,8 @@ retracts on a pending load and the guard defers it (#944), a design of its own.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
-import torch
-
-FLOORS = ("group", "rank0")
 PENDING = -1  # the rank's load-back is under way: no number
 CONTRADICTION = -2  # the rank's load terminated short of what it began: no number either
 COMPLETE = 0  # a folded carrier: every follower reported a terminated number
@@ -176,86 +159,3 @@ class Carrier:
         if local < expected:  # landed and gone (or dropped on landing): short of its begin
             return base, CONTRADICTION
         return base, local - base
-
-
-# -- wiring (decision.py calls these; the layout is the config's, the same on every rank) ------
-def carrier_for(ctx, forwarded: bool) -> Carrier | None:
-    """A carrier when it can mean something: forwarded execution, pp >= 2, a host tier."""
-    cfg = ctx.cfg
-    a = cfg.engine.admission
-    # Stub configs (unit tests) may lack the kv section: no host tier, no carrier.
-    host_tier = bool(getattr(getattr(cfg.engine, "kv", None), "host_tier", False))
-    on = getattr(a, "prefetch_floor", "group") == "group" and host_tier
-    if not (on and forwarded and ctx.world > 1):
-        return None
-    return Carrier(ctx.rank, ctx.world, float(getattr(a, "prefetch_bound_ms", 1000.0)) / 1e3)
-
-
-def stamped(msg, rows: list[list[int]], has_entries: bool):
-    """The decision with this follower's rows appended to the carrier tensor (after the
-    entries; absent until the first follower stamps); a new message, never the upstream's."""
-    keep = 1 if has_entries else 0
-    old = msg.tensors[keep:] or [torch.zeros((0, 4), dtype=torch.int64)]
-    new = torch.cat([old[0], torch.tensor(rows, dtype=torch.int64).reshape(-1, 4)])
-    tensors = [*msg.tensors[:keep], new] if new.numel() or len(msg.tensors) > keep else msg.tensors
-    return dataclasses.replace(msg, tensors=tensors)
-
-
-def lap_aux(msg, carrier: Carrier, has_entries: bool) -> tuple[int, ...]:
-    """The last rank folds every follower's row into the lap's header (no payload: the lap
-    completes when rank 0 reads it, as before the carrier)."""
-    rid, _ = read_query(msg.aux[3])
-    keep = 1 if has_entries else 0
-    rows = msg.tensors[keep].tolist() if len(msg.tensors) > keep else []
-    mine = {int(r[0]): (int(r[2]), int(r[3])) for r in rows if int(r[1]) == rid}
-    return (rid, *fold(mine, list(range(1, carrier.world))))
-
-
-def validate(merged) -> None:
-    """Raises ValueError (one line) where the historical `rank0` cannot differ from `group`
-    (the default `group` is inert there: nothing is carried)."""
-    a, kv, pp = merged.engine.admission, merged.engine.kv, int(merged.pp)
-    floor = getattr(a, "prefetch_floor", "group")
-    if floor not in FLOORS:
-        raise ValueError(f"engine.admission.prefetch_floor={floor!r}: {' | '.join(FLOORS)}")
-    if float(getattr(a, "prefetch_bound_ms", 1000.0)) < 0:
-        raise ValueError(f"engine.admission.prefetch_bound_ms={a.prefetch_bound_ms}: >= 0")
-    if floor == "group":
-        return
-    if pp < 2:
-        raise ValueError(
-            f"engine.admission.prefetch_floor={floor} means nothing at pp={pp}: no peer's "
-            "prefetch can complete later than rank 0's"
-        )
-    if not kv.host_tier:
-        raise ValueError(
-            f"engine.admission.prefetch_floor={floor} needs engine.kv.host_tier=true: "
-            "without a host tier no rank prefetches"
-        )
-    if a.name not in ("forwarded", "row_authority"):
-        raise ValueError(
-            f"engine.admission.prefetch_floor={floor} is a design of forwarded execution "
-            f"(engine/admission=forwarded or row_authority); engine/admission={a.name} "
-            + (
-                "retracts a pending prefetch and the guard defers it (#944)"
-                if a.name == "decision"
-                else "has no told row"
-            )
-        )
-
-
-def admit_on_floor(ctx, carrier: Carrier, rid: int, want: int) -> int | None:
-    """Rank 0 (the policy's clamp): the prefix to tell for `rid`, or None to defer it."""
-    now = ctx.t.now()
-    v = carrier.admit(rid, want, now)
-    if v.action == "contradiction":  # once: the stop ends the run
-        ctx.stop(f"prefetch floor contradiction (#1176): rid={rid} {v.why}")
-    if v.action == "defer":
-        if carrier.first_defer.get(rid) == now:  # named once per deferral episode
-            ctx.events.emit("prefetch_defer", -1, -1, rid, ctx.epoch, f"want={want} {v.why}")
-        return None
-    if v.action == "clamp":
-        detail = f"want={want} told={v.prefix} {v.why}"
-        ctx.events.emit("prefetch_clamp", -1, -1, rid, ctx.epoch, detail)
-    carrier.forget(rid)
-    return v.prefix

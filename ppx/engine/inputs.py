@@ -1,0 +1,72 @@
+"""Forward inputs: a slot batch resolved against this rank's cache (positions, rows, slots).
+
+Built per pass on every rank, so the decode path (one token per request) builds one tensor of
+columns instead of a tensor per field.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from ppx.core import ForwardInputs, SlotBatch
+
+if TYPE_CHECKING:
+    from ppx.engine.scheduler import Scheduler
+
+
+def forward_inputs(sched: Scheduler, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+    """What a stage's forward needs for `batch`, resolved against this rank's cache."""
+    if batch.mode == "decode" and all(e.extend_len == 1 and e.final for e in batch.entries):
+        return _decode_inputs(sched, batch, first_stage)
+    pos, ids, rows, prefix, qo, sample = [], [], [], [], [0], []
+    for e in batch.entries:
+        req = sched.reqs[e.rid]
+        pos += range(e.prefix_len, e.end)
+        if first_stage:
+            ids += req.tokens[e.prefix_len : e.end]
+        rows.append(req.row)
+        prefix.append(e.prefix_len)
+        qo.append(qo[-1] + e.extend_len)
+        if e.final:
+            sample.append(qo[-1] - 1)
+
+    def t(x):
+        return torch.tensor(x, dtype=torch.int64, device=sched.device)
+
+    return ForwardInputs(
+        mode=batch.mode,
+        positions=t(pos),
+        qo_indptr=t(qo),
+        prefix_lens=t(prefix),
+        req_rows=t(rows),
+        out_cache_loc=t(sched.locs[batch.pass_id]),
+        sample_rows=t(sample),
+        input_ids=t(ids) if first_stage else None,
+    )
+
+
+def _decode_inputs(sched: Scheduler, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+    """The same inputs for a decode batch (one token per request, every one sampled) from
+    one tensor of columns, instead of a tensor per field and lists grown per token."""
+    pos, rows, ids = [], [], []
+    for e in batch.entries:
+        req = sched.reqs[e.rid]
+        pos.append(e.prefix_len)
+        rows.append(req.row)
+        if first_stage:
+            ids.append(req.token_at(e.prefix_len))
+    n, dev = len(pos), sched.device
+    cols = torch.tensor([pos, pos, rows, ids] if first_stage else [pos, pos, rows])
+    cols = cols.to(dev)
+    return ForwardInputs(
+        mode=batch.mode,
+        positions=cols[0],
+        qo_indptr=torch.arange(n + 1, device=dev),
+        prefix_lens=cols[1],
+        req_rows=cols[2],
+        out_cache_loc=torch.tensor(sched.locs[batch.pass_id], dtype=torch.int64, device=dev),
+        sample_rows=torch.arange(n, device=dev),
+        input_ids=cols[3] if first_stage else None,
+    )

@@ -1,0 +1,54 @@
+"""Applying a slot's result: tokens appended, finished requests released and streamed.
+
+Shared by the PP phase's output ring (loop.py) and the TP phase (tp_phase.py): the policy
+absorbs a void first; otherwise the output must be the one this rank expects for the slot.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ppx.core import Message, SlotBatch
+from ppx.engine.board import F
+
+if TYPE_CHECKING:
+    from ppx.engine.admission.base import Policy
+    from ppx.engine.context import RankContext
+    from ppx.engine.intake import Intake
+
+
+class Results:
+    def __init__(self, ctx: RankContext, policy: Policy, intake: Intake | None) -> None:
+        self.ctx, self.policy, self.intake = ctx, policy, intake
+
+    def apply(self, slot: int, batch: SlotBatch, msg: Message, p) -> None:
+        ctx = self.ctx
+        if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, re-queued
+            ctx.sched.void(batch)
+            return
+        if self.policy.absorb(slot, batch, msg, p):
+            return
+        tokens = msg.tensors[0].tolist() if msg.tensors else []
+        finals = sum(e.final for e in batch.entries)
+        if len(tokens) != finals or msg.pass_id != batch.pass_id:
+            ctx.stop(
+                f"output mismatch: rank{ctx.rank} slot={slot} got pass={msg.pass_id} "
+                f"width={len(tokens)} vs local pass={batch.pass_id} finals={finals}",
+                p,
+            )
+        done = ctx.sched.apply_output(slot, tokens)
+        ctx.board.add(F.TOKENS, len(done))
+        for req, tok in done:
+            if req.finished:
+                ctx.board.add(F.FINISHED)
+                self.policy.on_served(req.rid)
+                ctx.events.emit(
+                    "finish",
+                    p.pass_id if p else -1,
+                    slot,
+                    req.rid,
+                    ctx.epoch,
+                    f"cached={req.cached}",
+                )
+            if self.intake is not None:
+                self.intake.token(req.rid, tok, req.finished, req.cached)
