@@ -51,6 +51,7 @@ class AdmissionCfg:
     # (`python -m ppx.protocol` prints the table; docs/protocols.md holds it)
     name: str = default("engine.admission.name")
     on_refusal: str | None = default("engine.admission.on_refusal")
+    retraction: str = default("engine.admission.retraction")
     told_scope: str = default("engine.admission.told_scope")
     geometry: str = default("engine.admission.geometry")
     reconcile: str = default("engine.admission.reconcile")

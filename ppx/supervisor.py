@@ -311,6 +311,16 @@ class Supervisor:
             "boot_s": boot_s,
             "passes": max(int(x[F.PASS]) for x in f),
             "max_inflight": max(int(x[F.MAX_INFLIGHT]) for x in f),
+            # what each rank counted on its board row: the summary's word for a rank that
+            # left no report (killed while blocked on a peer that had stopped the run)
+            "board_counts": [
+                {
+                    "voids": int(x[F.VOIDS]),
+                    "retracted": int(x[F.RETRACTIONS]),
+                    "flips": int(x[F.FLIPS]),
+                }
+                for x in f
+            ],
         }
 
     def _teardown(self) -> None:

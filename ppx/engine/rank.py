@@ -206,7 +206,8 @@ class RankLoop:
     last_ledger: dict = {}
 
     def report(self, state: str, error: str | None) -> dict:
-        led = self.check_ledger("teardown") if state != "error" else self.cache.ledger()
+        # a rank that failed or was abandoned mid-pass holds KV in flight: read, not judged
+        led = self.check_ledger("teardown") if state in ("done", "stopped") else self.cache.ledger()
         hosts = self.planner.hosts.values()
         return {
             "rank": self.rank,
@@ -247,12 +248,14 @@ def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[d
     except StopRun as e:
         state, error = "stopped", str(e)
     except Abandoned:
-        raise  # the run ended while we were parked: no report, like a killed process
+        # the run ended (a peer stopped it) while this rank was parked on the wire: it still
+        # reports what it counted, so a follower's retractions reach the summary
+        state = "abandoned"
     except BaseException as e:  # noqa: BLE001 - every failure is reported
         state, error = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
     # when it failed, on the run's clock: the verdict names the first failure, not a peer's
     # `Connection closed by peer` that followed from it
-    failed_at = loop.t.now() if loop is not None and state != "done" else None
+    failed_at = loop.t.now() if loop is not None and state not in ("done", "abandoned") else None
     try:
         report = (
             loop.report(state, error) if loop else {"rank": a.rank, "state": state, "error": error}

@@ -22,12 +22,13 @@ from ppx.protocol import (
     prefetch_floor,
     readiness,
     reconcile,
-    refusal,
+    retraction,
     told_scope,
     void,
     void_relay,
     width_check,
 )
+from ppx.protocol import refusal as on_refusal  # the module; `refusal()` below is validation
 from ppx.protocol.axis import Axis, Counter, Variant, select, spelled
 from ppx.protocol.guard import defer_streak, floors, miss, prefix_clear
 
@@ -37,9 +38,11 @@ VARIANTS: tuple[type[Variant], ...] = (
     policy.Decision,
     policy.Forwarded,
     policy.RowAuthority,
-    refusal.NotRead,
-    refusal.VoidOnRefusal,
-    refusal.StopOnRefusal,
+    on_refusal.NotRead,
+    on_refusal.VoidOnRefusal,
+    on_refusal.StopOnRefusal,
+    retraction.WholePass,
+    retraction.Partial,
     told_scope.Pass,
     told_scope.Promise,
     told_scope.Epoch,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 from ppx.protocol import registry
+from ppx.protocol.policy import policy_of
 from ppx.telemetry.events import read_events
 
 # every counter a design keeps (ppx/protocol/registry.py), named once for summary.json, the
@@ -47,6 +48,17 @@ def choices_of(cfg, exp: str | None) -> dict:
         "transport": str(cfg.engine.transport),
     }
     return run | registry.choices(cfg)
+
+
+def _rank_value(report: dict | None, board: dict, key: str, refuses: bool) -> int:
+    """A rank's counter: its report's, or -- for a rank that left no report (killed while it
+    was blocked on a peer that had ended the run) -- what its board row counted. The board
+    counts a follower's retractions and refusals together: they are whichever its policy makes."""
+    if report is not None:
+        return report.get(key, report.get("counters", {}).get(key, 0))
+    if key in ("retractions", "refusals"):
+        return board.get("retracted", 0) if (key == "refusals") == refuses else 0
+    return board.get(key, 0)
 
 
 def request_rows(driver) -> list[dict]:
@@ -95,12 +107,14 @@ def build(
     extra: dict | None = None,
 ) -> dict:
     world = int(cfg.pp)
+    refuses = policy_of(cfg).executes  # a follower that cannot run a row refuses it
     recs = list(driver.records.values())
     served = [r for r in recs if r.outcome == "served"]
     t_start = min((r.submit_t for r in recs), default=driver.t0)
     window = (driver.last_token_t - t_start) if driver.last_token_t else None
     rep0 = reports.get(0) or {}
     per_rank: dict[str, list] = {}
+    board = outcome.get("board_counts") or [{} for _ in range(world)]
     for k in GROUP_COUNTERS + [
         "cached_tokens",
         "prefill_tokens",
@@ -108,10 +122,7 @@ def build(
         "ledger_violations",
         "pool_tokens",
     ]:
-        per_rank[k] = [
-            (reports.get(r) or {}).get(k, (reports.get(r) or {}).get("counters", {}).get(k, 0))
-            for r in range(world)
-        ]
+        per_rank[k] = [_rank_value(reports.get(r), board[r], k, refuses) for r in range(world)]
     s = {
         "verdict": outcome["verdict"],
         "reason": outcome["reason"],

@@ -26,6 +26,7 @@ from ppx.protocol.policy import Policy as PolicyDesign
 from ppx.protocol.reconcile import Reconcile
 from ppx.protocol.refusal import OnRefusal
 from ppx.protocol.registry import Protocol
+from ppx.protocol.retraction import Retraction
 from ppx.protocol.told_scope import ToldScope
 from ppx.protocol.void import VoidMode
 
@@ -45,6 +46,7 @@ class Follower:
         self.seats = proto.of(FollowerSeats)
         self.miss = proto.of(Miss)
         self.load_back = proto.of(LoadBack)
+        self.retraction = proto.of(Retraction)
 
     def apply(self, p) -> None:
         """Form this follower's batch from the decision (after both the chain and the decision
@@ -69,9 +71,8 @@ class Follower:
         self.load_back.published(e.rid for e in entries)  # before this rank matches them
         obs = self.shortfalls(p, entries)
         obs += self.seats.veto(s, entries, ctx.rank, {row[1] for row in obs})
-        if obs:
-            self.retract(p, entries, obs)
-            return
+        if obs and (entries := self.retraction.settle(self, p, entries, obs)) is None:
+            return  # retracted as a whole: voided (or stopped)
         order = self.order.snapshot(s)  # before the admissions below leave the queue
         admitted, budget = [], s.chunk_size
         for e in entries:
@@ -82,9 +83,11 @@ class Follower:
             if got is None:
                 # this rank's pool cannot hold what it is told (admissions earlier in this
                 # same decision took the room): the same refusal as a missing prefix, never
-                # an exception; the void rolls back what this pass admitted so far
-                self.retract(p, entries, [[ctx.rank, e.rid, e.prefix_len, POOL_SHORT]])
-                return
+                # an exception; a void rolls back what this pass admitted so far
+                short = [[ctx.rank, e.rid, e.prefix_len, POOL_SHORT]]
+                if self.retraction.settle(self, p, entries, short) is None:
+                    return
+                continue
             admitted.append(got)
             budget -= got.extend_len
             if self.geometry.compares and (got.extend_len != e.extend_len or got.final != e.final):
@@ -134,15 +137,19 @@ class Follower:
                 obs.append([ctx.rank, e.rid, e.prefix_len, local])
         return obs
 
-    def retract(self, p, entries: list[Entry], obs: list[list[int]]) -> None:
-        ctx, s = self.ctx, self.ctx.sched
-        kind = "refusal" if self.executes else "retract"
+    def warn_each(self, p, obs: list[list[int]], kind: str) -> None:
+        """One warning per entry this rank cannot run, naming rank, rid, told and local."""
+        ctx = self.ctx
         for rank, rid, told, local in obs:
             msg = f"rank{rank} {kind} rid={rid} told={told} local={local}"
             print(f"ppx warning: {msg}", file=sys.stderr)
             ctx.events.emit(kind, p.pass_id, p.slot, rid, ctx.epoch, msg)
-        self.n["refusals" if self.executes else "retractions"] += len(obs)
+        self.n["refusals" if kind == "refusal" else "retractions"] += len(obs)
         ctx.board.add(F.RETRACTIONS, len(obs))
+
+    def retract(self, p, entries: list[Entry], obs: list[list[int]]) -> None:
+        ctx, s = self.ctx, self.ctx.sched
+        self.warn_each(p, obs, "refusal" if self.executes else "retract")
         if self.stops:
             self.n["stops"] += 1
             why = f"; {self.seats.note}" if obs[0][3] == SEATS_SHORT else ""
