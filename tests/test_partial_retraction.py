@@ -85,7 +85,9 @@ def test_partial_runs_the_survivor_and_the_next_proxy_carries_rank_0s_rows():
     # the proxy rank 0's batch crosses with: 126 rows and its fingerprint
     fp = torch.tensor([A, 22, B, 104], dtype=torch.int64)
     proxy = Message(Kind.PROXY, 1, 40, 0, tensors=[torch.zeros(126, 4), fp])
-    steps = PassSteps(ctx, None, None, None, design("engine.width_check", "fingerprint"), None, None)
+    steps = PassSteps(
+        ctx, None, None, None, design("engine.width_check", "fingerprint"), None, None
+    )
     with pytest.raises(AssertionError) as stop:
         steps.check_proxy(p, proxy)
     assert str(stop.value) == (
