@@ -40,6 +40,10 @@ class Cells:
                 out.append(r)
         return out
 
+    def at_slot(self, slot: int) -> None:
+        """The pass being scheduled works on `slot` (per_slot: its cell is the continuation)."""
+        self.slot_now = slot
+
     def snapshot_chunked(self, slot: int) -> None:
         """At the top of a pass: the continuation before this pass placed anything (the log's
         `_pp_chunked_req_before_by_slot[mb_id]`; per_slot: the slot's own)."""

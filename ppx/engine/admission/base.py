@@ -41,6 +41,7 @@ class Policy:
         s = self.sched
         if s.paused:
             return None
+        s.at_slot(slot)
         if self.second is not None:
             self.second.resume_resident(s)
         entries: list[Entry] = []
