@@ -61,6 +61,10 @@ class AdmissionCfg:
     follower_seats: str = default("engine.admission.follower_seats")
     prefetch_floor: str = default("engine.admission.prefetch_floor")
     prefetch_bound_ms: float = 1000.0  # group: how long a rid waits on a pending peer, then clamp
+    # issue 26 (#1180, #798, #959): the row probe, continuations per slot, the #959 guard
+    row_probe: str = default("engine.admission.row_probe")
+    continuations: str = default("engine.admission.continuations")
+    second_continuation: str = default("engine.admission.second_continuation")
 
 
 @dataclass
@@ -125,6 +129,7 @@ class FlipCfg:
     max_flips: int = 0  # 0 = unbounded
     epoch_advance: str = default("flip.epoch_advance")
     seam_tail: str = default("flip.seam_tail")
+    continuation: str = default("flip.continuation")  # issue 26 (#959)
 
 
 @dataclass
@@ -154,6 +159,12 @@ class FaultsCfg:
     # it and regains them after the next (its unshared extension dropped and recomputed), so
     # a refused rid's offers alternate: boot 7's told 7939 / 0 (sgl-project#987). 0 = off
     offer_flap: int = 0
+    # retract_rid: rank 0 retracts this request rank-locally when its first token is in and
+    # announces it on its next chain; followers let it go and rank 0 re-admits it, so the
+    # next row names a rid no follower can locate (boot weg1b7, sgl-project#1180). -1 = off.
+    # retract_redeliver: the chain hop after the announcement carries the rid again
+    retract_rid: int = -1
+    retract_redeliver: bool = False
 
 
 @dataclass

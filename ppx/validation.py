@@ -123,6 +123,14 @@ def validate(cfg: DictConfig) -> DictConfig:
             f"faults.offer_flap={flap}: a token count >= 0, and only rank 0's offer flaps "
             f"(engine/admission=decision or forwarded, not {merged.engine.admission.name})"
         )
+    rid = int(f.retract_rid)  # rank 0 retracts what its row named: a row must travel
+    if rid >= 0 and (not policy.decides or pp < 2):
+        raise ConfigError(
+            f"faults.retract_rid={rid}: a row naming a retracted rid needs rank 0's decision "
+            f"on the wire (engine/admission=decision, forwarded or row_authority) and pp >= 2"
+        )
+    if f.retract_redeliver and rid < 0:
+        raise ConfigError("faults.retract_redeliver=true means nothing without faults.retract_rid")
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
     validate_text(merged)

@@ -66,6 +66,9 @@ class Channels:
         )
         self.pending: dict[tuple[int, int], list] = defaultdict(list)  # (dst, kind) -> handles
         self.inbox: dict[tuple[int, int], deque] = defaultdict(deque)  # (src, kind) -> stashed
+        # (src, kind) -> messages already pulled (counted consumed) and not yet used: the row
+        # probe's held frame and the chain hop its hedge read ahead of its pass (#1180)
+        self.held: dict[tuple[int, int], deque] = defaultdict(deque)
         self.seq_out: dict[tuple[int, int], int] = defaultdict(int)
         self.seq_in: dict[tuple[int, int], int] = defaultdict(int)
         # (dst, kind) -> seq of the last message sent with a payload (flush's rendezvous
@@ -153,6 +156,8 @@ class Channels:
         self, src: int, kind: Kind, slot: int = -1, pass_id: int = -1, width: int = -1
     ) -> Message:
         """Blocking FIFO receive of `kind` from `src`; other kinds met first are stashed."""
+        if held := self.held[(src, int(kind))]:
+            return held.popleft()
         box = self.inbox[(src, int(kind))]
         if box:
             msg, metas = box.popleft()
@@ -191,14 +196,24 @@ class Channels:
 
     def try_recv(self, src: int, kind: Kind) -> Message | None:
         """Only looks in the inbox; never touches the wire (gloo cannot be polled)."""
+        if held := self.held[(src, int(kind))]:
+            return held.popleft()
         box = self.inbox[(src, int(kind))]
         if not box:
             return None
         msg, metas = box.popleft()
         return self._pull(src, msg, metas)
 
+    def hold(self, src: int, msg: Message) -> None:
+        """Keep a message this rank pulled but will use later (the next `recv` of its kind
+        returns it first): pulling completes the sender's rendezvous, as a frame taken into
+        the fork's typed inbox did, while this rank decides what to do with it."""
+        self.held[(src, int(msg.kind))].append(msg)
+
     def ready(self, src: int, kind: Kind) -> bool:
         """Positive evidence that `src` has posted the next `kind` message to this rank."""
+        if self.held[(src, int(kind))]:
+            return True
         if self.inbox[(src, int(kind))]:
             return True
         return self.board.peer_sent(src, kind) > int(self.board.consumed[src, kind])

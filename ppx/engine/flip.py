@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from ppx.engine.board import F, Op
+from ppx.engine.carry import carry
+from ppx.protocol.continuations import Cutover
 from ppx.protocol.flip import EpochAdvance, Inflight, SeamTail
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ class FlipControl:
         self.seam_tail = proto.of(SeamTail)
         self.tp_tail: list[int] = []  # rids the TP phase's last batch sampled a token for
         self.seam_tails_lost = 0
+        self.continuation = proto.of(Cutover)  # flip.continuation: re-queue or carry
 
     @property
     def draining(self) -> bool:
@@ -105,7 +108,13 @@ class FlipControl:
         ctx = self.ctx
         s = ctx.sched
         assert s.num_inflight == 0, f"rank{ctx.rank}: cutover with {s.num_inflight} slots in flight"
-        residents = [r for slot in s.running for r in slot] + ([s.chunked] if s.chunked else [])
+        # every request mid-prefill: the continuations the pointer and the cells name, and any
+        # a void parked outside them (engine.admission.void=keep)
+        mid = s.continuations() + s.strays()
+        carried = mid if self.continuation.survives else []
+        residents = [r for slot in s.running for r in slot]
+        residents += [r for r in mid if r not in carried]
+        pointer, old_cache = s.chunked, s.cache
         for req in residents:
             self.reprefill_tokens += req.computed
             s.requeue(req)  # generated tokens are kept; the KV is about to be released
@@ -118,6 +127,8 @@ class FlipControl:
         if self.advance_at_release:
             self.advance_epoch()
         self.switch_plan(target)
+        if carried:
+            self.carry(pass_id, old_cache, carried, pointer, target)
         if self.readmit is not None:
             # the re-admission into the new layout's queue, where the log applied the told
             # row (`_add_request_to_queue`)
@@ -141,6 +152,30 @@ class FlipControl:
             -1,
             ctx.epoch,
             f"now {target}; cutover_ms={ms:.1f} retracted={len(residents)}",
+        )
+
+    def carry(self, pass_id: int, old_cache, carried: list, pointer, target: str) -> None:
+        """flip.continuation=survive: the continuations stay resident un-retracted, their KV
+        re-laid out for the new plan. The cells take them in order, the pointer's first; a
+        one-slot plan (TP) has one cell, and the others stay resident with no cell (the
+        state sgl-project#959's assert found)."""
+        s = self.ctx.sched
+        carry(self.ctx, old_cache, carried, target, pass_id)
+        first = pointer if pointer in carried else carried[0]
+        order = [first] + [r for r in carried if r is not first]
+        s.resume_chunked(first, 0)
+        if s.per_slot:
+            for slot, req in enumerate(order[: s.num_slots]):
+                s.cells[slot] = req
+        self.continuation.carried += len(carried)
+        self.ctx.events.emit(
+            "flip_carry",
+            pass_id,
+            -1,
+            first.rid,
+            self.ctx.epoch,
+            f"{[(r.rid, r.computed) for r in order]} carried into {target}; cells "
+            f"{[r.rid if r else -1 for r in s.cells] if s.per_slot else [first.rid]}",
         )
 
     def advance_epoch(self) -> None:

@@ -38,10 +38,12 @@ class Planner:
         trace=None,
         shared: dict | None = None,
         on_requeue: Callable[[int], None] | None = None,
+        per_slot: bool = False,
     ) -> None:
         cfg = ctx.cfg
         self.ctx, self.device, self.trace = ctx, device, trace
         self.on_requeue = on_requeue  # the retract chokepoint's listener, kept across flips
+        self.per_slot = per_slot  # engine.admission.continuations=per_slot: a cell per slot
         # models built by earlier runs in this process (the explorer runs hundreds of
         # schedules of one engine): weights are immutable, only the TP all-reduce is per run
         self.shared = shared
@@ -105,6 +107,7 @@ class Planner:
             eos=self.eos,
             trace=self.trace,
             on_requeue=self.on_requeue,
+            per_slot=self.per_slot,
         )
         if ctx.plan is not None:
             sched.inherit(ctx.plan.sched)

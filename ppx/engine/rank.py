@@ -29,6 +29,7 @@ from ppx.engine.admission import make_policy
 from ppx.engine.board import NUM_KINDS, Board, F, RankBoard, State
 from ppx.engine.context import RankContext
 from ppx.engine.faults.channels import FaultyChannels, channels_for
+from ppx.engine.faults.retract import retract_fault
 from ppx.engine.flip import FlipControl
 from ppx.engine.intake import Intake
 from ppx.engine.loop import PassState, PassSteps
@@ -38,6 +39,7 @@ from ppx.engine.ring import Ring
 from ppx.engine.tp_phase import TPPhase
 from ppx.engine.transport import Transport, open_transport
 from ppx.engine.transport.base import Abandoned
+from ppx.protocol.continuations import Continuations
 from ppx.protocol.flip import StartPhase
 from ppx.protocol.ordering import parse_ordering
 from ppx.protocol.readiness import Readiness
@@ -123,18 +125,19 @@ class RankLoop:
         self.debug = _debug()
         tracer = self._tracer() if self.debug else None
         retracted = proto.of(ToldScope).retracted  # the retract chokepoint's listener
-        self.planner = Planner(ctx, self.device, tracer, a.shared_models, retracted)
+        per_slot = proto.of(Continuations).per_slot
+        self.planner = Planner(ctx, self.device, tracer, a.shared_models, retracted, per_slot)
         self.planner.switch(proto.of(StartPhase).name if cfg.flip.enabled else "pp")
         self.policy = make_policy(ctx, proto)
         self.flip = FlipControl(ctx, self.planner.switch, proto, self.policy.readmit_told_row)
         mx = cfg.model.max_context
         intake = Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if ctx.is_first else None
         self.intake = intake
-        results = Results(ctx, self.policy, intake)
+        retract = retract_fault(cfg, a.rank)
+        results = Results(ctx, self.policy, intake, retract)
         self.tp = TPPhase(ctx, self.policy, self.flip, intake, results.apply)
-        self.steps = PassSteps(
-            ctx, self.policy, self.flip, Ring.of(proto), proto.of(WidthCheck), intake, results
-        )
+        ring, width = Ring.of(proto), proto.of(WidthCheck)
+        self.steps = PassSteps(ctx, self.policy, self.flip, ring, width, intake, results, retract)
 
     # -- the current plan and the context, as the loop reads them --------------------------
     sched = property(lambda self: self.ctx.sched)

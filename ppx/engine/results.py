@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ppx.core import Message, SlotBatch
 from ppx.engine.board import F
+from ppx.engine.faults.retract import NoRetract
 
 if TYPE_CHECKING:
     from ppx.engine.admission.base import Policy
@@ -18,8 +19,15 @@ if TYPE_CHECKING:
 
 
 class Results:
-    def __init__(self, ctx: RankContext, policy: Policy, intake: Intake | None) -> None:
+    def __init__(
+        self,
+        ctx: RankContext,
+        policy: Policy,
+        intake: Intake | None,
+        retract: NoRetract | None = None,
+    ) -> None:
         self.ctx, self.policy, self.intake = ctx, policy, intake
+        self.retract = retract or NoRetract()  # faults.retract_rid (rank 0), else inert
 
     def apply(self, slot: int, batch: SlotBatch, msg: Message, p) -> None:
         ctx = self.ctx
@@ -52,3 +60,4 @@ class Results:
                 )
             if self.intake is not None:
                 self.intake.token(req.rid, tok, req.finished, req.cached)
+        self.retract.after_output(ctx.sched, done)

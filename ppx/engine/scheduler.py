@@ -11,10 +11,11 @@ from collections import deque
 
 from ppx.core import Entry, ForwardInputs, Req, SlotBatch
 from ppx.engine.cache.kv import KVCache
+from ppx.engine.cells import Cells
 from ppx.engine.inputs import forward_inputs
 
 
-class Scheduler:
+class Scheduler(Cells):
     def __init__(
         self,
         cache: KVCache,
@@ -27,6 +28,7 @@ class Scheduler:
         eos: frozenset[int] = frozenset(),
         trace=None,
         on_requeue=None,
+        per_slot: bool = False,
     ) -> None:
         self.cache, self.num_slots = cache, num_slots
         self.chunk_size, self.max_batch, self.device = chunk_size, max_batch, device
@@ -34,9 +36,8 @@ class Scheduler:
         self.reqs: dict[int, Req] = {}
         self.running: list[list[Req]] = [[] for _ in range(num_slots)]
         self.inflight: list[SlotBatch | None] = [None] * num_slots
-        self.chunked: Req | None = None  # at most one request mid-prefill per rank
-        # the chunked pointer as each slot's last pass found it (engine.admission.void=keep)
-        self.chunked_before: list[Req | None] = [None] * num_slots
+        # the chunked pointer, and per_slot one continuation per slot (ppx/engine/cells.py)
+        self.init_cells(per_slot)
         self.locs: dict[int, list[int]] = {}  # pass_id -> out_cache_loc of its batch
         self.prefill_tokens = 0
         self.cached_tokens = 0
@@ -62,14 +63,29 @@ class Scheduler:
     # -- queue ----------------------------------------------------------------------------
     def add(self, reqs: list[Req]) -> None:
         for r in reqs:
+            if r.rid in self.reqs:
+                continue  # a chain hop the row probe read ahead of its pass added it already
             self.reqs[r.rid] = r
             self.waiting.append(r)
+
+    def drop(self, rid: int) -> None:
+        """Rank 0 retracted `rid` (faults.retract_rid): it leaves this rank, wherever it was
+        (its computed KV stays in the tree)."""
+        req = self.reqs.pop(rid, None)
+        if req is None:
+            return
+        if req.slot >= 0 and req in self.running[req.slot]:
+            self.running[req.slot].remove(req)
+        if req in self.waiting:
+            self.waiting.remove(req)
+        self.forget_chunked(req)
+        self.cache.release(req)
 
     @property
     def idle(self) -> bool:
         return (
             not self.waiting
-            and self.chunked is None
+            and not self.continuations()
             and not any(self.running)
             and not any(b is not None for b in self.inflight)
         )
@@ -82,9 +98,9 @@ class Scheduler:
         """Requests that are nowhere (neither waiting, chunked, running nor in a batch in
         flight) or queued twice: a debugging invariant PPX_DEBUG=1 checks after every pass."""
         held = {r.rid for r in self.waiting} | {r.rid for slot in self.running for r in slot}
-        held |= {self.chunked.rid} if self.chunked else set()
+        held |= {r.rid for r in self.continuations()}
         held |= {e.rid for b in self.inflight if b is not None for e in b.entries}
-        queued = [r.rid for r in self.waiting] + ([self.chunked.rid] if self.chunked else [])
+        queued = [r.rid for r in self.waiting] + [r.rid for r in self.continuations()]
         twice = {rid for rid in queued if queued.count(rid) > 1}
         return sorted((set(self.reqs) - held) | twice)
 
@@ -107,13 +123,13 @@ class Scheduler:
 
     def candidates(self) -> list[Req]:
         """Prefill candidates in order: the chunked continuation first, then FIFO."""
-        head = [self.chunked] if self.chunked is not None else []
+        head = [self.cont()] if self.cont() is not None else []
         return head + (list(reversed(self.waiting)) if self.lifo else list(self.waiting))
 
     def admit_entry(self, req: Req, prefix_len: int, budget: int) -> Entry | None:
         """Admit `req` (if new) with `prefix_len` from the tree and take up to `budget` new
         tokens of it. Returns None when the cache cannot hold it."""
-        if req is not self.chunked:
+        if req is not self.cont():
             need = self.need_of(req, prefix_len)
             # locking the reused prefix takes its slots out of what eviction could free, so
             # they are part of the cost; counting them as available is how a follower once
@@ -128,25 +144,27 @@ class Scheduler:
             self.waiting.remove(req)
         extend = min(req.seq_len - req.computed, budget)
         final = req.computed + extend == req.seq_len
-        return Entry(req.rid, req.computed, extend, final, continues=req is self.chunked)
+        return Entry(req.rid, req.computed, extend, final, continues=req is self.cont())
 
     def place(self, entries: list[Entry], slot: int, pass_id: int, mode: str) -> SlotBatch | None:
         """Allocate KV for the entries, update the chunked pointer, record the batch."""
         if not entries:
             return None
         locs: list[int] = []
+        before, minted = self.cont(), None
         with self.cache.batched_rows():
             for e in entries:
                 req = self.reqs[e.rid]
                 locs += self.cache.extend(req, e.extend_len)
                 if mode == "prefill":
                     self.prefill_tokens += e.extend_len
+                    self.placed_chunk(req, slot, e.final)
                     if e.final:
-                        if self.chunked is req:
-                            self.chunked = None
                         req.slot = slot
                     else:
-                        self.chunked = req
+                        minted = req
+        if minted is not None and minted is not before and self.num_slots == 1:
+            self.one_at_a_time(minted, {e.rid for e in entries}, before)
         self.locs[pass_id] = locs
         batch = SlotBatch(
             slot,
@@ -196,24 +214,6 @@ class Scheduler:
             self.running[req.slot].remove(req)
         self.cache.release(req)
         del self.reqs[req.rid]
-
-    # -- the chunked pointer, as the reconcile designs read and restore it ------------------
-    def snapshot_chunked(self, slot: int) -> None:
-        """At the top of a pass: the pointer before this pass placed anything (the log's
-        `_pp_chunked_req_before_by_slot[mb_id]`)."""
-        self.chunked_before[slot] = self.chunked
-
-    def resume_chunked(self, req: Req | None) -> None:
-        """Point the scheduler-wide chunked pointer at `req` (a void's per-slot restore, or the
-        slot's own request answering where another slot's restore clobbered it)."""
-        self.chunked = req
-
-    def holds_mid_prefill(self, req: Req) -> bool:
-        """A request this rank holds mid-prefill outside the pointer: a row, not queued, not
-        yet pinned to a slot, prompt not done (a void parked it in place)."""
-        return (
-            req.row >= 0 and req.slot < 0 and req not in self.waiting and req.computed < req.seq_len
-        )
 
     def placed_ahead(self, req: Req) -> int:
         """Tokens of `req` placed in slots whose results have not come back yet."""
@@ -286,8 +286,7 @@ class Scheduler:
             self.on_requeue(req.rid)
         if req.slot >= 0 and req in self.running[req.slot]:
             self.running[req.slot].remove(req)
-        if self.chunked is req:
-            self.chunked = None
+        self.forget_chunked(req)
         self.cache.release(req)
         req.slot, req.computed = -1, 0
         if req not in self.waiting:

@@ -112,14 +112,16 @@ class TPPhase:
         ctx, s = self.ctx, self.ctx.sched
         if mode == "decode":
             return s.place(entries, 0, pass_id, "decode")
+        if self.policy.second is not None:  # as rank 0 did before forming this batch (#959)
+            self.policy.second.resume_resident(s)
         for e in entries:
             req = s.reqs[e.rid]
-            if req is s.chunked and e.continues:
+            if req is s.cont() and e.continues:
                 continue
             local = s.cache.match(req.tokens) if not e.continues else 0
             if not e.continues:  # a told row from the PP phase (told_scope), before this one
                 self.policy.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
-            if e.continues != (req is s.chunked) or (
+            if e.continues != (req is s.cont()) or (
                 local < e.prefix_len and s.cache.tree_match(req.tokens) < e.prefix_len
             ):
                 obs[ctx.rank] = torch.tensor([1, e.rid, e.prefix_len, local])
@@ -160,7 +162,7 @@ class TPPhase:
         else:
             for e in entries:
                 req = s.reqs.get(e.rid)
-                if req is not None and (req is s.chunked or req.row >= 0):
+                if req is not None and (req in s.continuations() or req.row >= 0):
                     s.requeue(req)
         ctx.board.add(F.VOIDS)
         self.policy.absorb_tp_void([row[1:] for row in bad], pass_id)

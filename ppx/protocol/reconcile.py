@@ -82,7 +82,8 @@ class SlotScoped(Reconcile):
     about = "the slot in flight answers for its own request"
 
     def held_chunked(self, sched, req, parks: bool) -> bool:
-        return req is sched.chunked or (parks and sched.holds_mid_prefill(req))
+        # the slot's own continuation (per_slot: its cell; one: the pointer, the same thing)
+        return req is sched.cont() or (parks and sched.holds_mid_prefill(req))
 
 
 class SchedulerWide(Reconcile):

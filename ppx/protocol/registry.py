@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from ppx.protocol import (
     batch_order,
+    continuations,
     flip,
     follower_seats,
     geometry,
@@ -23,6 +24,7 @@ from ppx.protocol import (
     readiness,
     reconcile,
     retraction,
+    row_probe,
     told_scope,
     void,
     void_relay,
@@ -89,6 +91,16 @@ VARIANTS: tuple[type[Variant], ...] = (
     flip.Completion,
     flip.Shared,
     flip.Rank0Local,
+    # issue 26: the row probe (#1180), continuations per slot (#798), the #959 guard + cutover
+    row_probe.DeferLaps,
+    row_probe.DeferClock,
+    row_probe.Stop,
+    continuations.One,
+    continuations.PerSlot,
+    continuations.Refuse,
+    continuations.Mint,
+    continuations.Retract,
+    continuations.Survive,
 )
 
 

@@ -72,5 +72,5 @@ class Keep(VoidMode):
         self.kept += len(kept)
         requeued = sched.void(batch, keep=set(kept))
         # the per-slot restore: what this slot found, whoever wrote the pointer since
-        sched.resume_chunked(before if resident else None)
+        sched.resume_chunked(before if resident else None, batch.slot)
         return requeued

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ppx.protocol.continuations import SecondContinuation
 from ppx.protocol.policy import Policy as PolicyDesign
 
 if TYPE_CHECKING:
@@ -25,7 +26,10 @@ def make_policy(ctx: RankContext, proto: Protocol) -> Policy:
     if not proto.of(PolicyDesign).decides:
         from ppx.engine.admission.rank_local import RankLocal
 
-        return RankLocal(ctx)
-    from ppx.engine.admission.decision import DecisionPolicy
+        policy: Policy = RankLocal(ctx)
+    else:
+        from ppx.engine.admission.decision import DecisionPolicy
 
-    return DecisionPolicy(ctx, proto)
+        policy = DecisionPolicy(ctx, proto)
+    policy.second = proto.of(SecondContinuation)
+    return policy

@@ -9,10 +9,13 @@ from ppx.core import Entry, Req, SlotBatch
 if TYPE_CHECKING:
     from ppx.engine.context import RankContext
     from ppx.engine.scheduler import Scheduler
+    from ppx.protocol.continuations import SecondContinuation
 
 
 class Policy:
     name = "base"
+    # the sgl-project#959 guard (engine.admission.second_continuation), set by make_policy
+    second: SecondContinuation | None = None
 
     def __init__(self, ctx: RankContext) -> None:
         self.ctx = ctx
@@ -38,12 +41,15 @@ class Policy:
         s = self.sched
         if s.paused:
             return None
+        s.at_slot(slot)
+        if self.second is not None:
+            self.second.resume_resident(s)
         entries: list[Entry] = []
         budget = s.chunk_size
         for req in s.candidates():
             if budget <= 0 or len(entries) >= s.max_batch:
                 break
-            if req is s.chunked:
+            if req is s.cont():
                 prefix = req.computed
             else:
                 local = self.local_match(req)
@@ -52,6 +58,9 @@ class Policy:
                 prefix = self.clamp(req, local)
             if prefix is None:
                 continue  # the guard defers this request for a round
+            mints = req is not s.cont() and req.seq_len - prefix > budget
+            if mints and self.second and not self.second.may_mint(s, {x.rid for x in entries}):
+                break  # sgl-project#959: the fresh admission that would mint waits a pass
             e = s.admit_entry(req, prefix, budget)
             if e is None:
                 break

@@ -16,6 +16,7 @@ from ppx.core import Flag, Kind, Message, Req, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
 from ppx.engine.admission.follow import Follower
+from ppx.engine.admission.probe import RowProbeStep
 from ppx.engine.board import F
 from ppx.engine.faults.offer import offer_fault
 from ppx.protocol import prefetch_floor as pf
@@ -28,6 +29,7 @@ from ppx.protocol.policy import Policy as PolicyDesign
 from ppx.protocol.prefetch_carrier import query_code, read_query
 from ppx.protocol.prefetch_floor import PrefetchFloor
 from ppx.protocol.registry import Protocol
+from ppx.protocol.row_probe import RowProbe
 from ppx.protocol.told_scope import ToldScope
 from ppx.protocol.void import VoidMode
 
@@ -50,11 +52,13 @@ class DecisionPolicy(Policy):
         self.voids = proto.of(VoidMode)
         self.load_back = proto.of(LoadBack)
         self.void_streak: list[tuple[int, int, int]] = []
+        self.void_slots: list[int] = []  # the slot of each voided pass in the streak (#798)
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
         self.carrier = proto.of(PrefetchFloor).carrier(ctx.rank, ctx.world, self.design.executes)
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
         self.follower = Follower(ctx, proto, self.n)
+        self.probe = RowProbeStep(ctx, proto.of(RowProbe))  # a row naming an unknown rid
         self.offer = offer_fault(cfg, ctx.rank)  # faults.offer_flap (rank 0 only), else inert
         # rank 0 admits against the smallest pool (the cache's `slack`, set by the rank's
         # plan), so a follower never lacks room for what it is told
@@ -124,6 +128,7 @@ class DecisionPolicy(Policy):
                 f"decision for pass {p.decision.pass_id} arrived at rank{ctx.rank} pass {p.pass_id}",
                 p,
             )
+        self.probe.hold_until_locatable(p)  # sgl-project#1180: before anything reads the row
         entries, carried = bool(p.decision.flags & Flag.HAS_ENTRIES), False
         if self.carrier is not None:  # stamp on the way up (#1175), before anything is applied
             rid, owed = read_query(p.decision.aux[3])
@@ -170,6 +175,7 @@ class DecisionPolicy(Policy):
         if not msg.flags & Flag.VOID:
             if ctx.is_first and msg.tensors and msg.tensors[0].numel():
                 self.void_streak.clear()
+                self.void_slots.clear()
             if ctx.is_first and batch.mode == "prefill":
                 # every rank computed these prompts: a floor over them is stale (#963)
                 for e in batch.entries:
@@ -195,7 +201,7 @@ class DecisionPolicy(Policy):
             f"pass {batch.pass_id} requeued {[r.rid for r in requeued]} obs {obs}",
         )
         if ctx.is_first:
-            self.count_void(tuple(obs[0][1:]) if obs else (-1, -1, -1), "", p)
+            self.count_void(tuple(obs[0][1:]) if obs else (-1, -1, -1), "", p, batch.slot)
         return True
 
     def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
@@ -204,17 +210,20 @@ class DecisionPolicy(Policy):
             for rid, told, local in obs:
                 req = self.sched.reqs.get(rid)
                 self.guard.learn(rid, req.tokens if req else [], told, local)
-            self.count_void(tuple(obs[0]), " (TP phase)", None)
+            self.count_void(tuple(obs[0]), " (TP phase)", None, 0)
 
-    def count_void(self, key: tuple, where: str, p) -> None:
+    def count_void(self, key: tuple, where: str, p, slot: int) -> None:
         """Rank 0: a voided pass with no token served since the last one; the bound ends a
-        run that only voids (sgl-project#630), naming what repeats."""
+        run that only voids (sgl-project#630), naming what repeats and in which slots (boot
+        798's voids alternated slots 2, 0, 2, 0)."""
         self.void_streak.append(key)
+        self.void_slots.append(slot)
         if len(self.void_streak) >= self.livelock_passes:
             pairs = sorted(set(self.void_streak))[:4]
             self.ctx.stop(
                 f"livelock: {len(self.void_streak)} consecutive voided passes with no token "
-                f"served{where}; (rid, told, local) repeating: {pairs}",
+                f"served{where}; (rid, told, local) repeating: {pairs}; voided slots (last 8): "
+                f"{self.void_slots[-8:]}",
                 p,
             )
 

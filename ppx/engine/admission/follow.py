@@ -77,7 +77,7 @@ class Follower:
         admitted, budget = [], s.chunk_size
         for e in entries:
             req = s.reqs[e.rid]
-            if e.continues and req is not s.chunked:
+            if e.continues and req is not s.cont():
                 self.rec.repoint(s, req)
             got = self.geometry.admit(s, req, e, budget, self.rec.held_chunked(s, req, self.parks))
             if got is None:
