@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from ppx.protocol import (
     batch_order,
     flip,
+    flip_due,
     follower_seats,
     geometry,
     load_back,
@@ -57,6 +58,7 @@ VARIANTS: tuple[type[Variant], ...] = (
     follower_seats.Ignore,
     follower_seats.Veto,
     prefetch_floor.Group,
+    prefetch_floor.GroupPP,
     prefetch_floor.Rank0,
     load_back.Local,
     load_back.Admitted,
@@ -86,6 +88,8 @@ VARIANTS: tuple[type[Variant], ...] = (
     flip.Completion,
     flip.Shared,
     flip.Rank0Local,
+    flip_due.Drained,
+    flip_due.Clock,
 )
 
 
