@@ -63,7 +63,9 @@ class FlipDue(Variant):
 class Drained(FlipDue):
     name = "drained"
     ref = "the fork's phase policy (TestThePpPhaseIsGovernedByDrainNotAStopwatch)"
-    about = "a due flip waits while rank 0 holds a prompt mid-prefill, at most flip.drain_cap passes"
+    about = (
+        "a due flip waits while rank 0 holds a prompt mid-prefill (flip.drain_cap passes at most)"
+    )
 
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)

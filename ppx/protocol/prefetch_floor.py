@@ -99,10 +99,7 @@ class GroupPP(Group):
         if why is not None:
             return why.replace(Rank0.switch(), cls.switch())
         if not cfg.flip.enabled:
-            return (
-                f"{cls.switch()} differs from group only in a flip's TP phase "
-                "(set flip=...)"
-            )
+            return f"{cls.switch()} differs from group only in a flip's TP phase (set flip=...)"
         return None
 
 
