@@ -15,17 +15,20 @@ lands in 2 ms, ranks 1 and 2's in 300 ms; pp=3 flips TP <-> PP. Two defects, bot
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 import torch
-from ppx_helpers import SHORT_PREFIXES, assert_refused, design
+from ppx_helpers import SHORT_PREFIXES, assert_refused, design, typed_cfg
 
-from ppx.core import Req
+from ppx.core import Kind, Message, Req
+from ppx.engine.admission.decision import DecisionPolicy
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
 from ppx.protocol.prefetch_carrier import COMPLETE, CONTRADICTION, PENDING, Carrier
 from ppx.protocol.prefetch_floor import tp_absorb, tp_row
+from ppx.protocol.registry import Protocol
 
 PF3 = [
     "pp=3",
@@ -138,6 +141,69 @@ def test_the_tp_phase_folds_the_followers_rows_from_one_all_reduce():
 def test_the_floor_governs_the_tp_phase_only_in_the_group_design():
     assert design("engine.admission.prefetch_floor", "group").in_tp_phase
     assert not design("engine.admission.prefetch_floor", "group_pp").in_tp_phase
+
+
+class _Events:
+    def emit(self, *a, **k) -> None:
+        pass
+
+
+class _Rank0:
+    """Rank 0's context in the first TP phase of a flipping forwarded run (epoch 1)."""
+
+    rank, world, is_first, is_last, epoch, phase = 0, 3, True, False, 1, "tp"
+
+    def __init__(self, floor: str) -> None:
+        self.cfg = typed_cfg(
+            {
+                "pp": 3,
+                "engine.admission.name": "forwarded",
+                "engine.admission.on_refusal": "stop",
+                "engine.admission.prefetch_floor": floor,
+                "engine.kv.host_tier": True,
+                "flip.enabled": True,
+            }
+        )
+        self.t, self.events = SimpleNamespace(now=lambda: 100.0), _Events()
+
+    def stop(self, reason, p=None):
+        raise AssertionError(reason)
+
+
+@pytest.mark.parametrize("floor", ["group_pp", "group"])
+def test_rank0_admits_in_the_tp_phase_on_the_group_floor_not_its_own(floor):
+    ctx = _Rank0(floor)
+    policy = DecisionPolicy(ctx, Protocol(ctx.cfg))
+    req = Req(5, list(range(1, 25)) + [40, 41], max_new=8)
+    told = policy.clamp(req, 24)  # rank 0's own load landed: it holds all 24 tokens
+    if floor == "group_pp":  # red: its own completion; ranks 1 and 2 are still loading
+        assert told == 24 and policy.floor_query(7) == -1
+        return
+    assert told is None and policy.floor_query(7) == 5  # deferred, asked in the TP header
+    rows = torch.zeros((3, 4), dtype=torch.int64)
+    rows[1], rows[2] = torch.tensor([1, 5, 0, 24]), torch.tensor([2, 5, 0, PENDING])
+    policy.floor_absorb(5, rows)
+    assert policy.clamp(req, 24) is None  # rank 2 still pending
+    rows[2] = torch.tensor([2, 5, 0, 24])
+    policy.floor_absorb(5, rows)
+    assert policy.clamp(req, 24) == 24 and policy.carrier.n["prefetch_floor_admits"] == 1
+
+
+def test_a_cutover_and_a_lap_from_before_it_leave_no_number_of_the_old_layout():
+    ctx = _Rank0("group")
+    ctx.phase = "pp"
+    policy = DecisionPolicy(ctx, Protocol(ctx.cfg))
+    req = Req(5, list(range(1, 25)) + [40, 41], max_new=8)
+    assert policy.clamp(req, 24) is None
+    policy.carrier.absorb((5, COMPLETE, 24, 0))  # the PP layout's floor
+    policy.at_cutover()
+    ctx.epoch = 2
+    assert policy.carrier.table == {}
+    # the last rank folded this before the cutover; rank 0 reads it after
+    policy.absorb_lap(Message(Kind.LAP, 0, 60, 1, aux=(5, COMPLETE, 24, 0)))
+    assert policy.carrier.table == {} and policy.clamp(req, 24) is None
+    policy.absorb_lap(Message(Kind.LAP, 0, 61, 2, aux=(5, COMPLETE, 24, 0)))
+    assert policy.clamp(req, 24) == 24
 
 
 # -- the engine --------------------------------------------------------------------------

@@ -180,7 +180,9 @@ class DecisionPolicy(Policy):
 
     def absorb_lap(self, msg) -> None:
         self.laps += 1
-        if self.carrier is not None:
+        # a lap that left the last rank before a cutover carries numbers of the old layout
+        # (the carrier was reset there): read late, it must not become the new layout's floor
+        if self.carrier is not None and msg.epoch == self.ctx.epoch:
             self.carrier.absorb(msg.aux)
 
     # -- the output ring: voids -----------------------------------------------------------
