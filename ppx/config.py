@@ -111,6 +111,9 @@ class EngineCfg:
     readiness: bool = default("engine.readiness")
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
+    # flip churn (flip.due): cutovers / re-admitted residents with no token committed (0 = off)
+    livelock_flips: int = 32
+    livelock_readmits: int = 256
     transport: str = "gloo"  # gloo | nccl (one GPU per rank) | sim (one process, deterministic)
     # forkserver: ranks forked from one process that imported the engine once | spawn: a fresh
     # interpreter per rank (what a planted sitecustomize needs)
@@ -130,6 +133,8 @@ class FlipCfg:
     epoch_advance: str = default("flip.epoch_advance")
     seam_tail: str = default("flip.seam_tail")
     continuation: str = default("flip.continuation")  # issue 26 (#959)
+    due: str = default("flip.due")
+    drain_cap: int = 64  # flip.due=drained: the most passes a due flip waits on a prefill
 
 
 @dataclass

@@ -209,6 +209,9 @@ B959 = [
     "flip.every_passes=5",
     "flip.max_flips=1",
     "flip.inflight=drain",
+    # the stopwatch flip (the #959 specimen: "PHASE-FLIP armed ... but NOT QUIESCENT: a
+    # chunked prefill is incomplete"); flip.due=drained would wait for the continuations
+    "flip.due=clock",
 ]
 SURVIVE = "flip.continuation=survive"
 MINT = "engine.admission.second_continuation=mint"

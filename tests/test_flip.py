@@ -65,6 +65,7 @@ def test_epoch_desync_is_a_named_stop(engine):
 
 def test_flip_mid_chunked_prefill_neither_loses_nor_double_prefills(engine):
     # prompts of 160-300 tokens take 3-5 chunks of 64; flips every 6 passes land mid-prefill
+    # (flip.due=clock: the default waits for the prompt mid-prefill, test_flip_churn.py)
     s, run_dir = engine(
         "pp=2",
         "workload=long_prompt",
@@ -72,6 +73,7 @@ def test_flip_mid_chunked_prefill_neither_loses_nor_double_prefills(engine):
         "flip=every_40_passes",
         "flip.every_passes=6",
         "flip.inflight=drain",
+        "flip.due=clock",
     )
     assert s["verdict"] == "served" and s["flips"] >= 2 and s["oracle_mismatches"] == 0
     req = pd.read_parquet(os.path.join(run_dir, "requests.parquet"))

@@ -184,7 +184,10 @@ def test_gloo_red_rank0_completion_stops_green_group_serves(ppx_run):
 
 # -- validation ----------------------------------------------------------------------------
 REFUSED = {
-    "value": (["engine.admission.prefetch_floor=all"], "prefetch_floor='all': group | rank0"),
+    "value": (
+        ["engine.admission.prefetch_floor=all"],
+        "prefetch_floor='all': group | group_pp | rank0",
+    ),
     "pp=1": (
         ["pp=1", "engine/admission=forwarded", "engine.admission.prefetch_floor=rank0"],
         "engine.admission.prefetch_floor=rank0 means nothing at pp=1",

@@ -39,7 +39,17 @@ VERDICT_COLORS: dict[str, str] = {
 }
 UNKNOWN_COLOR = "#90a4ae"
 
-CHOICE_INT = ("pp", "tp", "seed", "livelock_passes", "defer_cap")
+CHOICE_INT = (
+    "pp",
+    "tp",
+    "seed",
+    "livelock_passes",
+    "defer_cap",
+    # flip churn (flip.due)
+    "flip_drain_cap",
+    "livelock_flips",
+    "livelock_readmits",
+)
 CHOICE_FLOAT = ("prefetch_bound_ms", "readiness_budget_s")
 CHOICE_BOOL = ("readiness",)
 

@@ -21,8 +21,10 @@ import torch
 
 from ppx.engine.board import F, Op
 from ppx.engine.carry import carry
+from ppx.engine.churn import Churn
 from ppx.protocol.continuations import Cutover
 from ppx.protocol.flip import EpochAdvance, Inflight, SeamTail
+from ppx.protocol.flip_due import FlipDue
 
 if TYPE_CHECKING:
     from ppx.core import Req
@@ -39,9 +41,11 @@ class FlipControl:
         switch_plan: Callable[[str], None],
         proto: Protocol,
         readmit: Callable[[Req], None] | None = None,
+        released: Callable[[], None] | None = None,
     ) -> None:
         self.ctx, self.switch_plan = ctx, switch_plan
         self.readmit = readmit  # a told row may apply at the re-admission
+        self.released = released  # the policy forgets what belonged to the old layout
         self.clock = ctx.t.now  # wall time, or the simulator's virtual time
         f = ctx.cfg.flip
         self.enabled = bool(f.enabled)
@@ -62,6 +66,10 @@ class FlipControl:
         self.tp_tail: list[int] = []  # rids the TP phase's last batch sampled a token for
         self.seam_tails_lost = 0
         self.continuation = proto.of(Cutover)  # flip.continuation: re-queue or carry
+        self.when = proto.of(FlipDue)  # flip.due: may a due flip start at this pass?
+        self.waited = 0  # passes the flip now due has waited on a prefill (rank 0)
+        self.deferred = 0
+        self.churn = Churn(ctx, self.when.name)  # the livelock bound across cutovers (rank 0)
 
     @property
     def draining(self) -> bool:
@@ -69,12 +77,33 @@ class FlipControl:
 
     def due(self, pass_id: int) -> bool:
         """Rank 0: is a flip due at this pass? (Only rank 0 reads the clock; the others learn
-        it from the chain, so no two ranks can decide differently.)"""
-        if not self.enabled or self.draining or (self.max_flips and self.flips >= self.max_flips):
+        it from the chain, so no two ranks can decide differently.) Rank 0 also counts the
+        churn here, once a pass in either phase, and stops the run at its bound."""
+        if not self.enabled:
             return False
-        if self.every_passes and pass_id - self.last_cutover_pass >= self.every_passes:
-            return True
-        return bool(self.every_s) and self.clock() - self.last_cutover_t >= self.every_s
+        self.churn.check(pass_id)
+        if self.draining or (self.max_flips and self.flips >= self.max_flips):
+            return False
+        ran_out = bool(self.every_passes) and pass_id - self.last_cutover_pass >= self.every_passes
+        ran_out |= bool(self.every_s) and self.clock() - self.last_cutover_t >= self.every_s
+        if not ran_out:
+            return False
+        chunked = self.ctx.sched.chunked  # rank 0's prompt mid-prefill, if any
+        if self.when.waits(chunked is not None, self.waited):
+            if not self.waited:  # named once per wait
+                self.ctx.events.emit(
+                    "flip_wait",
+                    pass_id,
+                    -1,
+                    chunked.rid,
+                    self.ctx.epoch,
+                    f"rid={chunked.rid} mid-prefill {chunked.computed}/{chunked.seq_len} "
+                    f"(flip.due={self.when.name})",
+                )
+            self.waited += 1
+            self.deferred += 1
+            return False
+        return True
 
     def announce(self, pass_id: int) -> None:
         """Every rank, at the pass whose chain carries the flip: stop admitting; in `void`
@@ -115,6 +144,8 @@ class FlipControl:
         residents = [r for slot in s.running for r in slot]
         residents += [r for r in mid if r not in carried]
         pointer, old_cache = s.chunked, s.cache
+        self.churn.cutover(pass_id, residents)  # before the re-queue: how far each had got
+        self.waited = 0
         for req in residents:
             self.reprefill_tokens += req.computed
             s.requeue(req)  # generated tokens are kept; the KV is about to be released
@@ -123,6 +154,8 @@ class FlipControl:
             self.cross_seam(pass_id, residents)
         if s.cache.host is not None:  # the released tree goes to the host tier of this layout
             s.cache.tree.evict(s.cache.tree.size, s.cache.host.save)
+        if self.released is not None:
+            self.released()
         target = self.target
         if self.advance_at_release:
             self.advance_epoch()
@@ -232,5 +265,7 @@ class FlipControl:
             "retracted_at_flip": self.retracted,
             "reprefill_tokens": self.reprefill_tokens,
             "seam_tails_lost": self.seam_tails_lost,
+            "flips_deferred": self.deferred,
+            "readmits": self.churn.readmits,
             "cutover_ms": [round(x, 3) for x in ms],
         }

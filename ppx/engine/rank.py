@@ -129,7 +129,9 @@ class RankLoop:
         self.planner = Planner(ctx, self.device, tracer, a.shared_models, retracted, per_slot)
         self.planner.switch(proto.of(StartPhase).name if cfg.flip.enabled else "pp")
         self.policy = make_policy(ctx, proto)
-        self.flip = FlipControl(ctx, self.planner.switch, proto, self.policy.readmit_told_row)
+        self.flip = FlipControl(
+            ctx, self.planner.switch, proto, self.policy.readmit_told_row, self.policy.at_cutover
+        )
         mx = cfg.model.max_context
         intake = Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if ctx.is_first else None
         self.intake = intake

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ppx.engine.flip import FlipControl
     from ppx.engine.intake import Intake
 
-HEADER = 8  # flags, pass_id, epoch, mode, request ints, entry rows, entry cols, spare
+HEADER = 8  # flags, pass_id, epoch, mode, request ints, entry rows, entry cols, floor query
 
 
 class TPPhase:
@@ -67,8 +67,9 @@ class TPPhase:
             head[:7] = torch.tensor(
                 [flags, pass_id, ctx.epoch, mode, req_flat.numel(), ent.shape[0], ent.shape[1]]
             )
+            head[7] = self.policy.floor_query(pass_id) + 1  # #1175: 0 = no rid asked about
         self._bcast(head, pass_id)
-        flags, _, epoch, mode, n_req, rows, cols = head[:7].tolist()
+        flags, _, epoch, mode, n_req, rows, cols, asked = head.tolist()
         if epoch != ctx.epoch:
             ctx.stop(
                 f"epoch desync in the TP phase: rank0 epoch={epoch}, rank{ctx.rank} epoch={ctx.epoch}"
@@ -84,6 +85,8 @@ class TPPhase:
                 s.add(decode_requests(Message(Kind.CHAIN, tensors=[payload[:n_req]])))
             entries = codec.decode(payload[n_req:].reshape(rows, cols)) if rows else []
             batch = self._follow(entries, codec.MODE_NAMES[mode], pass_id, obs) if mode else None
+        if asked:
+            self._floor(asked - 1, pass_id)
         if mode:
             # a rank that cannot execute the schedule voids the pass for every rank (there is
             # no ring to carry a void here: one all-reduce of what each rank observed)
@@ -146,6 +149,15 @@ class TPPhase:
                 )
             placed.append(got)
         return s.place(placed, 0, pass_id, "prefill")
+
+    def _floor(self, rid: int, pass_id: int) -> None:
+        """#1175 in the TP phase: every follower's completion for the rid rank 0 deferred,
+        on one all-reduce every rank enters (the header said so), folded by rank 0. Looking
+        the rid up starts a follower's load-back, as the stamp on the PP decision does."""
+        rows = self.policy.floor_rows(rid)
+        self._allreduce(rows, pass_id)
+        if self.ctx.is_first:
+            self.policy.floor_absorb(rid, rows)
 
     def _allreduce(self, t: torch.Tensor, pass_id: int) -> None:
         ctx = self.ctx

@@ -126,6 +126,15 @@ class Carrier:
             self.n["prefetch_floor_admits"] += 1
         return v
 
+    def reset(self) -> None:
+        """A cutover: the layout and the host tier change, so every number rank 0 folded and
+        every load a follower began belong to the old layout. A deferral's clock is the rid's
+        (how long it has waited, whatever the layout): it keeps running, so the bound still
+        clamps a rid whose loads a flip keeps restarting."""
+        self.table.clear()
+        self.loads.clear()
+        self.owe = -1
+
     def forget(self, rid: int) -> None:
         """Admitted: the next admission of this rid (after a void) needs fresh numbers."""
         self.table.pop(rid, None)

@@ -11,6 +11,16 @@
   (PENDING, never a zero): the rid is deferred by name while other work proceeds. When the
   bound (`engine.admission.prefetch_bound_ms`, rank 0's clock) expires, rank 0 clamps to what
   the group certainly holds instead of over-telling. `want <= 0` admits unconditionally.
+  In the TP phase (a flipping run) the same question rides the pass's broadcast: rank 0 names
+  the rid in the header, every follower writes its row into one all-reduced tensor (the TP
+  phase all-reduces each pass's observations anyway), rank 0 folds it as the last rank folds
+  the lap. A cutover resets the carrier on every rank: the layout and the host tier change, so
+  a load a follower began, and a number rank 0 folded, belong to the old layout (a record that
+  survived the cutover read the new tree as a load that terminated short: a false #1176
+  contradiction).
+- `group_pp` (ppx before issue 26; the log's carrier rode the PP ring lap, its TP-phase group
+  facts came later, #1203): the floor in the PP phase only; the TP phase admits on rank 0's own
+  completion, and a follower whose load is pending voids the TP pass until the void bound.
 - `rank0` (the log before #1175): rank 0 admits on its own, rank-local prefetch completion
   ("completed_synced" was a MIN reduce under tp > 1 only, never across PP ranks); a follower
   whose load has not landed cannot execute the forwarded row.
@@ -47,6 +57,7 @@ AXIS = Axis(
 
 class PrefetchFloor(Variant):
     axis = AXIS
+    in_tp_phase = False  # the floor also governs the TP phase's admissions
 
     @classmethod
     def refuse(cls, cfg: Any) -> str | None:
@@ -62,7 +73,11 @@ class PrefetchFloor(Variant):
 class Group(PrefetchFloor):
     name = "group"
     ref = "sgl-project#1175/#1176"
-    about = "rank 0 admits on the group's completion floor, carried on the decision and the lap"
+    about = (
+        "rank 0 admits on the group's completion floor, carried on the decision and the lap "
+        "(in the TP phase on the pass's all-reduce)"
+    )
+    in_tp_phase = True
 
     def carrier(self, rank: int, world: int, executes: bool) -> Carrier | None:
         """A carrier where it can mean something: forwarded execution, pp >= 2, a host tier
@@ -70,6 +85,22 @@ class Group(PrefetchFloor):
         if not (self.cfg.engine.kv.host_tier and executes and world > 1):
             return None
         return Carrier(rank, world, float(self.cfg.engine.admission.prefetch_bound_ms) / 1e3)
+
+
+class GroupPP(Group):
+    name = "group_pp"
+    ref = "sgl-project#1175 on the PP ring lap only (the TP-phase group facts: #1203)"
+    about = "the group floor in the PP phase only; the TP phase admits on rank 0's own completion"
+    in_tp_phase = False
+
+    @classmethod
+    def refuse(cls, cfg: Any) -> str | None:
+        why = Rank0.refuse(cfg)
+        if why is not None:
+            return why.replace(Rank0.switch(), cls.switch())
+        if not cfg.flip.enabled:
+            return f"{cls.switch()} differs from group only in a flip's TP phase (set flip=...)"
+        return None
 
 
 class Rank0(PrefetchFloor):
@@ -124,6 +155,28 @@ def lap_aux(msg, carrier: Carrier, has_entries: bool) -> tuple[int, ...]:
     rows = msg.tensors[keep].tolist() if len(msg.tensors) > keep else []
     mine = {int(r[0]): (int(r[2]), int(r[3])) for r in rows if int(r[1]) == rid}
     return (rid, *fold(mine, list(range(1, carrier.world))))
+
+
+def tp_row(carrier: Carrier, sched, rid: int, world: int) -> torch.Tensor:
+    """The TP phase: this rank's row for the rid rank 0 named in the pass header, in the
+    (world, 4) tensor every rank all-reduces. A follower writes only its own row; rank 0 and a
+    silent follower leave theirs zero, and the fold reads a row only where its first column
+    names its rank, so a zero row is silence, never a number."""
+    rows = torch.zeros((world, 4), dtype=torch.int64)
+    if carrier.rank > 0:
+        for row in carrier.stamp(sched, rid):
+            rows[carrier.rank] = torch.tensor(row, dtype=torch.int64)
+    return rows
+
+
+def tp_absorb(carrier: Carrier, rid: int, rows: torch.Tensor) -> None:
+    """Rank 0 folds the all-reduced rows as the last rank folds the lap."""
+    mine = {
+        r: (int(row[2]), int(row[3]))
+        for r, row in enumerate(rows.tolist())
+        if r > 0 and row[0] == r and row[1] == rid
+    }
+    carrier.absorb((rid, *fold(mine, list(range(1, carrier.world)))))
 
 
 def admit_on_floor(ctx, carrier: Carrier, rid: int, want: int) -> int | None:

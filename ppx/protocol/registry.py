@@ -14,6 +14,7 @@ from ppx.protocol import (
     batch_order,
     continuations,
     flip,
+    flip_due,
     follower_seats,
     geometry,
     load_back,
@@ -62,6 +63,7 @@ VARIANTS: tuple[type[Variant], ...] = (
     follower_seats.Ignore,
     follower_seats.Veto,
     prefetch_floor.Group,
+    prefetch_floor.GroupPP,
     prefetch_floor.Rank0,
     load_back.Local,
     load_back.Admitted,
@@ -101,6 +103,8 @@ VARIANTS: tuple[type[Variant], ...] = (
     continuations.Mint,
     continuations.Retract,
     continuations.Survive,
+    flip_due.Drained,
+    flip_due.Clock,
 )
 
 

@@ -91,6 +91,20 @@ class Policy:
         """A cutover re-admits resident `req` into the new layout; a told row stamped on it
         may apply (engine.admission.told_scope, flip.epoch_advance)."""
 
+    def floor_query(self, pass_id: int) -> int:
+        """Rank 0, a TP pass: the rid whose group prefetch completion it asks about (-1: none)."""
+        return -1
+
+    def floor_rows(self, rid: int):
+        """A TP pass: this rank's row of the all-reduced completion tensor for `rid`."""
+        raise NotImplementedError
+
+    def floor_absorb(self, rid: int, rows) -> None:
+        """Rank 0: the all-reduced completion rows for `rid`."""
+
+    def at_cutover(self) -> None:
+        """A cutover released this layout's KV: forget what belongs to it."""
+
     def on_served(self, rid: int) -> None:
         """A request finished cleanly (the guard clears its floor)."""
 

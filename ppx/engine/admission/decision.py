@@ -54,7 +54,8 @@ class DecisionPolicy(Policy):
         self.void_streak: list[tuple[int, int, int]] = []
         self.void_slots: list[int] = []  # the slot of each voided pass in the streak (#798)
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
-        self.carrier = proto.of(PrefetchFloor).carrier(ctx.rank, ctx.world, self.design.executes)
+        self.floor = proto.of(PrefetchFloor)
+        self.carrier = self.floor.carrier(ctx.rank, ctx.world, self.design.executes)
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
         self.follower = Follower(ctx, proto, self.n)
@@ -66,9 +67,27 @@ class DecisionPolicy(Policy):
     # -- rank 0 ---------------------------------------------------------------------------
     def clamp(self, req, local: int) -> int | None:
         want = self.guard.clamp(req.rid, req.tokens, local)
-        if want is None or self.carrier is None or self.ctx.plan.phase != "pp":
+        if want is None or not self.floor_here():
             return want
         return pf.admit_on_floor(self.ctx, self.carrier, req.rid, want)  # #1175
+
+    def floor_here(self) -> bool:
+        """Does the group floor govern this phase's admissions? (group_pp: the PP phase only)"""
+        return self.carrier is not None and (self.ctx.phase == "pp" or self.floor.in_tp_phase)
+
+    # -- the floor in the TP phase (#1175): asked in the header, answered on an all-reduce ---
+    def floor_query(self, pass_id: int) -> int:
+        return self.carrier.query(pass_id) if self.floor_here() else -1
+
+    def floor_rows(self, rid: int):
+        return pf.tp_row(self.carrier, self.sched, rid, self.ctx.world)
+
+    def floor_absorb(self, rid: int, rows) -> None:
+        pf.tp_absorb(self.carrier, rid, rows)
+
+    def at_cutover(self) -> None:
+        if self.carrier is not None:  # the layout and the host tier change (a false #1176)
+            self.carrier.reset()
 
     def local_match(self, req) -> int:
         return self.offer.read(req.rid, self.load_back.match(self.sched.cache, req))
@@ -166,7 +185,9 @@ class DecisionPolicy(Policy):
 
     def absorb_lap(self, msg) -> None:
         self.laps += 1
-        if self.carrier is not None:
+        # a lap that left the last rank before a cutover carries numbers of the old layout
+        # (the carrier was reset there): read late, it must not become the new layout's floor
+        if self.carrier is not None and msg.epoch == self.ctx.epoch:
             self.carrier.absorb(msg.aux)
 
     # -- the output ring: voids -----------------------------------------------------------
