@@ -77,6 +77,7 @@ class GuardCfg:
     miss: str = default("engine.guard.miss")
     prefix_clear: str = default("engine.guard.prefix_clear")
     defer_streak: str = default("engine.guard.defer_streak")
+    unit: str = default("engine.guard.unit")
 
 
 @dataclass
@@ -153,6 +154,15 @@ class FaultsCfg:
     # it and regains them after the next (its unshared extension dropped and recomputed), so
     # a refused rid's offers alternate: boot 7's told 7939 / 0 (sgl-project#987). 0 = off
     offer_flap: int = 0
+    # match_cap: per rank, the most tokens of any prompt its radix match reports (-1 = all): a
+    # rank whose tree keeps only the first N tokens of every prompt, the state the log's unit
+    # harnesses write directly (#630: rank 1 holds 64, rank 2 holds 50 of a 120-token offer)
+    match_cap: list[int] | None = None
+    # drop_rank / drop_pass: after pass `drop_pass` this rank evicts every cached prefix no
+    # request holds, its peers keep theirs (the #963 shape: rank 0 holds a prefix it offers,
+    # a follower does not). -1 = off
+    drop_rank: int = -1
+    drop_pass: int = 0
 
 
 @dataclass

@@ -29,7 +29,7 @@ from ppx.protocol import (
     width_check,
 )
 from ppx.protocol.axis import Axis, Counter, Variant, select, spelled
-from ppx.protocol.guard import defer_streak, floors, miss, prefix_clear
+from ppx.protocol.guard import defer_streak, floors, miss, prefix_clear, unit
 
 # One line per design; an axis's designs stand together, its default first.
 VARIANTS: tuple[type[Variant], ...] = (
@@ -46,10 +46,12 @@ VARIANTS: tuple[type[Variant], ...] = (
     told_scope.EpochRetract,
     geometry.Told,
     geometry.Rederive,
+    reconcile.RunningBatch,
     reconcile.SlotScoped,
     reconcile.SchedulerWide,
     void.Requeue,
     void.Keep,
+    void.KeepRunning,
     batch_order.DecisionOrder,
     batch_order.QueueOrder,
     local_extent.Planned,
@@ -69,6 +71,8 @@ VARIANTS: tuple[type[Variant], ...] = (
     prefix_clear.Never,
     defer_streak.Refusal,
     defer_streak.Offer,
+    unit.Rounds,
+    unit.Reports,
     width_check.Fingerprint,
     width_check.Rows,
     readiness.NoContract,
