@@ -4,6 +4,11 @@ An expectation selects runs with `when` (override key -> value, matched against 
 Hydra overrides and, failing that, its config choices) and states what must hold for every
 selected run, or compares an aggregate between two selections. An expectation that selects
 no run is NOT MET: a typo in `when` must not pass silently.
+
+Per-run checks: `verdict` / `verdict_in`, `reason_contains` (a substring, or a list: one of),
+`cycle_ranks`, `cycle_kinds`, `event_sequence` (the ordered values a regex reads off one run's
+events of a kind, optionally of one rank and rid: rank 0's told for a rid across its offers),
+and any summary column, choice or override (`voids: 0`, `retractions: ">0"`, `guard: rid`).
 """
 
 from __future__ import annotations
