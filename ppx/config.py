@@ -82,6 +82,7 @@ class GuardCfg:
     miss: str = default("engine.guard.miss")
     prefix_clear: str = default("engine.guard.prefix_clear")
     defer_streak: str = default("engine.guard.defer_streak")
+    unit: str = default("engine.guard.unit")
 
 
 @dataclass
@@ -170,6 +171,15 @@ class FaultsCfg:
     # retract_redeliver: the chain hop after the announcement carries the rid again
     retract_rid: int = -1
     retract_redeliver: bool = False
+    # match_cap: per rank, the most tokens of any prompt its radix match reports (-1 = all): a
+    # rank whose tree keeps only the first N tokens of every prompt, the state the log's unit
+    # harnesses write directly (#630: rank 1 holds 64, rank 2 holds 50 of a 120-token offer)
+    match_cap: list[int] | None = None
+    # drop_rank / drop_pass: after pass `drop_pass` this rank evicts every cached prefix no
+    # request holds, its peers keep theirs (the #963 shape: rank 0 holds a prefix it offers,
+    # a follower does not). -1 = off
+    drop_rank: int = -1
+    drop_pass: int = 0
 
 
 @dataclass

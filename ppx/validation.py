@@ -131,6 +131,16 @@ def validate(cfg: DictConfig) -> DictConfig:
         )
     if f.retract_redeliver and rid < 0:
         raise ConfigError("faults.retract_redeliver=true means nothing without faults.retract_rid")
+    cap = f.match_cap
+    if cap is not None and (len(cap) != pp or any(int(n) < -1 for n in cap)):
+        raise ConfigError(
+            f"faults.match_cap={list(cap)}: one token count per rank (pp={pp}), -1 = uncapped"
+        )
+    if int(f.drop_rank) >= pp or int(f.drop_rank) < -1 or int(f.drop_pass) < 0:
+        raise ConfigError(
+            f"faults.drop_rank={f.drop_rank} faults.drop_pass={f.drop_pass}: a rank in "
+            f"0..{pp - 1} (-1 = off) and a pass >= 0"
+        )
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
     validate_text(merged)

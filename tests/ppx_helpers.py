@@ -190,12 +190,14 @@ def make_guard(
     prefix_clear: str = "serve",
     defer_streak: str = "refusal",
     on_escalate=None,
+    unit: str = "rounds",
 ):
     """Rank 0's guard composed of these guard designs, as the decision policy composes it."""
     from ppx.protocol.guard.defer_streak import DeferStreak
     from ppx.protocol.guard.floors import Floors
     from ppx.protocol.guard.guard import Guard
     from ppx.protocol.guard.prefix_clear import PrefixClear
+    from ppx.protocol.guard.unit import GuardUnit
     from ppx.protocol.registry import Protocol
 
     proto = Protocol(
@@ -205,9 +207,15 @@ def make_guard(
                 "engine.guard.miss": miss,
                 "engine.guard.prefix_clear": prefix_clear,
                 "engine.guard.defer_streak": defer_streak,
+                "engine.guard.unit": unit,
             }
         )
     )
     return Guard(
-        proto.of(Floors), proto.of(DeferStreak), proto.of(PrefixClear), defer_cap, on_escalate
+        proto.of(Floors),
+        proto.of(DeferStreak),
+        proto.of(PrefixClear),
+        defer_cap,
+        on_escalate,
+        unit=proto.of(GuardUnit),
     )

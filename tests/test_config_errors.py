@@ -177,7 +177,7 @@ BRANCHES = {
     ),
     "reconcile value": (
         ["engine/admission=decision", "engine.admission.reconcile=slots"],
-        "engine.admission.reconcile='slots': slot | scheduler",
+        "engine.admission.reconcile='slots': running | slot | scheduler",
     ),
     "void value": (
         ["engine/admission=decision", "engine.admission.void=drop"],

@@ -47,7 +47,8 @@ STOP = [*BASE, "engine.admission.on_refusal=stop"]
 VOID = [*BASE, "engine.admission.on_refusal=void"]
 VETO = "engine.admission.follower_seats=veto"
 REFUSAL = re.compile(
-    r"rank1 cannot execute rid=(\d+) prefix_len=(\d+) \(local -3\) at slot=\d+ pass=\d+; "
+    r"rank1 slot=\d+ pass=\d+ told=\[[\d,]+\] reached=\[[\d,]*\]: "
+    r"cannot execute rid=(\d+) prefix_len=(\d+) \(local -3\); "
     r"rank1 reached (\d+) of the (\d+) rids rank 0 named \(seat count: "
     rf"min\(max_batch=16, free=(\d+) // chunk={CHUNK}\) = (\d+); allocator available=(\d+)\)"
 )

@@ -44,7 +44,7 @@ HOST = [
     "engine.kv.prefetch_ms=[2,300]",
 ]
 SIM = [*HOST, "engine.transport=sim"]
-RED_REASON = "forwarded refusal (on_refusal=stop): rank1 cannot execute rid="
+RED_REASON = "forwarded refusal (on_refusal=stop): rank1 slot="
 
 
 # -- the floor arithmetic ------------------------------------------------------------------

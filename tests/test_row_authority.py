@@ -20,9 +20,8 @@ def test_red_retractions_livelock_green_row_authority_stops_by_name(engine):
     assert red["verdict"] == "livelocked", red["reason"]
     green, _ = engine(*SIM, *SKEW, "engine/admission=row_authority")
     assert green["verdict"] == "stopped"
-    assert green["reason"].startswith(
-        "row_authority refusal (on_refusal=stop): rank1 cannot execute rid="
-    )
+    assert green["reason"].startswith("row_authority refusal (on_refusal=stop): rank1 slot=")
+    assert " told=[" in green["reason"] and ": cannot execute rid=" in green["reason"]
     assert green["retractions"] == 0 and green["voids"] == 0
 
 

@@ -40,7 +40,10 @@ BASE = [
 WATCHPOST = [*BASE, "engine/admission=forwarded", "engine.admission.on_refusal=stop"]
 VOID_ERA = [*BASE, "engine/admission=decision", "engine.admission.void=keep"]
 COMPLETED = "engine.admission.local_extent=completed"
-REFUSAL = re.compile(r"rank1 cannot execute rid=(\d+) prefix_len=(\d+) \(local (\d+)\)")
+REFUSAL = re.compile(
+    r"rank1 slot=\d+ pass=\d+ told=\[[\d,]+\] reached=\[[\d,]*\]: "
+    r"cannot execute rid=(\d+) prefix_len=(\d+) \(local (\d+)\)"
+)
 
 
 def test_red_the_watchpost_stops_on_the_first_staggered_continuation(engine):

@@ -93,6 +93,8 @@ class Planner:
                 self.hosts[phase] = HostTier(cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now)
             self.hosts[phase].rebind(cache.k, cache.v)
             cache.host = self.hosts[phase]
+        if cfg.faults.match_cap is not None:  # a rank whose tree keeps N tokens of a prompt
+            cache.match_cap = int(cfg.faults.match_cap[r])
         # rank 0 admits what every rank can hold wherever its decision travels (#1045)
         if ctx.is_first and (phase == "tp" or policy_of(cfg).decides):
             cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold

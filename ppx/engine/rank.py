@@ -30,6 +30,7 @@ from ppx.engine.board import NUM_KINDS, Board, F, RankBoard, State
 from ppx.engine.context import RankContext
 from ppx.engine.faults.channels import FaultyChannels, channels_for
 from ppx.engine.faults.retract import retract_fault
+from ppx.engine.faults.tree import tree_drop
 from ppx.engine.flip import FlipControl
 from ppx.engine.intake import Intake
 from ppx.engine.loop import PassState, PassSteps
@@ -123,6 +124,7 @@ class RankLoop:
         self.t, self.ch, self.board, self.events = t, ch, rb, events
         self.ordering = parse_ordering(list(cfg.engine.ordering.steps))
         self.debug = _debug()
+        self.drop_tree = tree_drop(cfg, a.rank)  # faults.drop_rank: a rank-local cache loss
         tracer = self._tracer() if self.debug else None
         retracted = proto.of(ToldScope).retracted  # the retract chokepoint's listener
         per_slot = proto.of(Continuations).per_slot
@@ -194,6 +196,7 @@ class RankLoop:
         self.board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
         if self.intake is not None:
             self.intake.flush_out()
+        self.drop_tree(pass_id, self.cache)  # faults.drop_rank (inert unless this rank)
         idle = self.sched.idle
         if idle and not was_idle:
             self.check_ledger("idle")

@@ -215,6 +215,17 @@ class Scheduler(Cells):
         self.cache.release(req)
         del self.reqs[req.rid]
 
+    def holds_running(self, req: Req) -> bool:
+        """A request this rank holds in a slot's running batch (its final chunk ran here)."""
+        return 0 <= req.slot < self.num_slots and req in self.running[req.slot]
+
+    def keep_running(self, req: Req) -> None:
+        """A voided pass whose final chunk of `req` this rank ran: the request stays pinned to
+        its slot as a resident (engine.admission.void=keep_running), as it would be had the
+        pass been served, with no token sampled."""
+        if req not in self.running[req.slot]:
+            self.running[req.slot].append(req)
+
     def placed_ahead(self, req: Req) -> int:
         """Tokens of `req` placed in slots whose results have not come back yet."""
         return sum(

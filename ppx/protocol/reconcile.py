@@ -9,6 +9,14 @@
 - `scheduler`: from ONE scheduler-wide chunked pointer, then the waiting queue's radix match;
   a rid found in neither is a miss (-1, or 0 under `engine.guard.miss=zero`, which is what the
   log's reconcile wrote before sgl-project#944). With one slot in flight the two are the same.
+- `running` (the default, sgl-project#944's fourth lookup): the slot's request, then the
+  running batch. Under `engine.admission.void=keep_running` a follower keeps a voided
+  request whose final chunk it ran in its slot's running batch, where "its chunked prefill
+  finished" puts it; rank 0 re-offers it as a fresh admission. `slot` and `scheduler` read
+  the waiting queue for a fresh admission and miss it; `running` finds it, measures its tree
+  and takes the kept copy back to the queue to run the decision (counter
+  `reconcile_running_answers`). With any other void no follower holds a rid there when a
+  decision names it, and `running` answers as `slot` does.
 
 Together with `void=keep` and two or more slots in flight: the void of one slot restores that
 slot's snapshot while another slot's decision is being reconciled, the kept request is in
@@ -28,10 +36,11 @@ AXIS = Axis(
     "engine.admission.reconcile",
     "reconcile",
     "how a follower answers whether it holds a rid mid-prefill",
-    default="slot",
+    default="running",
     counters=(
         Counter("reconcile_misses"),  # scheduler: a rid the lookup found nowhere
         Counter("reconcile_slot_answers"),  # slot: the slot's request answered a clobbered pointer
+        Counter("reconcile_running_answers"),  # running: the running batch answered (#944)
     ),
 )
 
@@ -52,10 +61,25 @@ def means_nothing(switch: str, cfg: Any) -> str | None:
 
 class Reconcile(Variant):
     axis = AXIS
+    # where this lookup looks for a rid, in the log's words (#944's escalation names them)
+    places: tuple[str, ...] = ("waiting queue", "chunked pointer (chunked_req)")
+    unread: tuple[str, ...] = ("slot", "running batch")
 
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
-        self.misses = self.slot_answers = 0
+        self.misses = self.slot_answers = self.running_answers = 0
+
+    def where(self) -> str:
+        """The places this lookup reads, and the ones it never reads (the #944 escalation)."""
+        text = ", ".join(self.places)
+        return text + (f" (never the {' or the '.join(self.unread)})" if self.unread else "")
+
+    def rehome(self, sched, req) -> None:
+        """A fresh admission names `req`, which this rank holds outside its waiting queue (a
+        void kept it in a slot's running batch, engine.admission.void=keep_running): the
+        kept copy goes back to the queue (its computed KV stays in the tree) and the
+        decision runs as told."""
+        sched.requeue(req)
 
     def held_chunked(self, sched, req, parks: bool) -> bool:
         """Does this rank hold `req` mid-prefill, as this lookup sees it? (`parks`: a void
@@ -73,17 +97,60 @@ class Reconcile(Variant):
         sched.resume_chunked(req)
 
     def counters(self) -> dict[str, int]:
-        return {"reconcile_misses": self.misses, "reconcile_slot_answers": self.slot_answers}
+        return {
+            "reconcile_misses": self.misses,
+            "reconcile_slot_answers": self.slot_answers,
+            "reconcile_running_answers": self.running_answers,
+        }
+
+
+def fresh_miss(sched, req, e, held: bool) -> bool:
+    """A fresh admission of a rid this rank neither holds mid-prefill nor has in its waiting
+    queue: the log's lookup chain (waiting queue -> chunked_req -> the slot's request) found
+    it nowhere."""
+    return not e.continues and not held and req not in sched.waiting
 
 
 class SlotScoped(Reconcile):
     name = "slot"
     ref = "sgl-project#798 (the fix)"
     about = "the slot in flight answers for its own request"
+    places = (*Reconcile.places, "slot")
+    unread = ("running batch",)
 
     def held_chunked(self, sched, req, parks: bool) -> bool:
         # the slot's own continuation (per_slot: its cell; one: the pointer, the same thing)
         return req is sched.cont() or (parks and sched.holds_mid_prefill(req))
+
+    @classmethod
+    def refuse(cls, cfg: Any) -> str | None:
+        return means_nothing(cls.switch(), cfg)
+
+    def missed(self, sched, req, e, parks: bool) -> bool:
+        if fresh_miss(sched, req, e, self.held_chunked(sched, req, parks)):
+            self.misses += 1  # the running batch is the one place this chain never reads
+            return True
+        return False
+
+
+class RunningBatch(SlotScoped):
+    name = "running"
+    ref = "sgl-project#944 (the fourth lookup)"
+    about = "the slot's request, then the running batch, where a finished prefill lives"
+    places = (*SlotScoped.places, "running batch")
+    unread = ()
+
+    @classmethod
+    def refuse(cls, cfg: Any) -> str | None:
+        return None  # the default: with no void that keeps a finished prefill it is `slot`
+
+    def missed(self, sched, req, e, parks: bool) -> bool:
+        if fresh_miss(sched, req, e, self.held_chunked(sched, req, parks)) and (
+            sched.holds_running(req)
+        ):
+            self.running_answers += 1  # found where the other lookups never read
+            return False
+        return super().missed(sched, req, e, parks)
 
 
 class SchedulerWide(Reconcile):

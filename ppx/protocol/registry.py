@@ -33,7 +33,7 @@ from ppx.protocol import (
 )
 from ppx.protocol import refusal as on_refusal  # the module; `refusal()` below is validation
 from ppx.protocol.axis import Axis, Counter, Variant, select, spelled
-from ppx.protocol.guard import defer_streak, floors, miss, prefix_clear
+from ppx.protocol.guard import defer_streak, floors, miss, prefix_clear, unit
 
 # One line per design; an axis's designs stand together, its default first.
 VARIANTS: tuple[type[Variant], ...] = (
@@ -52,10 +52,12 @@ VARIANTS: tuple[type[Variant], ...] = (
     told_scope.EpochRetract,
     geometry.Told,
     geometry.Rederive,
+    reconcile.RunningBatch,
     reconcile.SlotScoped,
     reconcile.SchedulerWide,
     void.Requeue,
     void.Keep,
+    void.KeepRunning,
     batch_order.DecisionOrder,
     batch_order.QueueOrder,
     local_extent.Planned,
@@ -76,6 +78,8 @@ VARIANTS: tuple[type[Variant], ...] = (
     prefix_clear.Never,
     defer_streak.Refusal,
     defer_streak.Offer,
+    unit.Rounds,
+    unit.Reports,
     width_check.Fingerprint,
     width_check.Rows,
     readiness.NoContract,

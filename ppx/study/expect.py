@@ -4,6 +4,11 @@ An expectation selects runs with `when` (override key -> value, matched against 
 Hydra overrides and, failing that, its config choices) and states what must hold for every
 selected run, or compares an aggregate between two selections. An expectation that selects
 no run is NOT MET: a typo in `when` must not pass silently.
+
+Per-run checks: `verdict` / `verdict_in`, `reason_contains` (a substring, or a list: one of),
+`cycle_ranks`, `cycle_kinds`, `event_sequence` (the ordered values a regex reads off one run's
+events of a kind, optionally of one rank and rid: rank 0's told for a rid across its offers),
+and any summary column, choice or override (`voids: 0`, `retractions: ">0"`, `guard: rid`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from ppx.analysis.load import load_requests, override_value
+from ppx.analysis.load import load_events, load_requests, override_value
 from ppx.analysis.postmortem import cycle_ranks, cycle_words, load_postmortem
 from ppx.study.spec import norm_key, value_text
 
@@ -108,6 +113,11 @@ def check_value(row: pd.Series, key: str, want: Any) -> tuple[bool, str]:
         have = "" if reason is None or pd.isna(reason) else str(reason)
         ok = any(str(w).lower() in have.lower() for w in wants)
         return ok, f"reason={have!r}"
+    if key == "event_sequence":
+        specs = want if isinstance(want, list) else [want]
+        seen = [_event_sequence(row, spec) for spec in specs]
+        ok = all(have == [_num(v) for v in spec["seq"]] for have, spec in zip(seen, specs))
+        return ok, "; ".join(f"{_fmt_spec(sp)}: {h}" for h, sp in zip(seen, specs))
     if key == "cycle_kinds":
         words = cycle_words(_run_cycle(row))
         missing = [k for k in want if str(k).lower() not in words]
@@ -127,6 +137,37 @@ def check_value(row: pd.Series, key: str, want: Any) -> tuple[bool, str]:
         num = pd.to_numeric(pd.Series([have]), errors="coerce").iloc[0]
         return bool(pd.notna(num) and math.isclose(float(num), want)), f"{key}={have}"
     return _norm(have) == _norm(want), f"{key}={have}"
+
+
+def _num(value: Any) -> Any:
+    text = str(value)
+    return int(text) if re.fullmatch(r"-?\d+", text) else text
+
+
+def _fmt_spec(spec: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in spec.items() if k != "seq")
+
+
+def _event_sequence(row: pd.Series, spec: dict[str, Any]) -> list[Any]:
+    """What an `event_sequence` spec reads off one run's events.parquet, in order: events of
+    `kind` (optionally only rank `rank`, rid `rid`), the first group of `field` (a regex) in
+    each event's detail, as ints where they are numbers. E.g. rank 0's told for rid 1, from its
+    `admit` events: {kind: admit, rank: 0, rid: 1, field: "prefix_len=(-?\\d+)", seq: [120, 64, 50]}."""
+    run_dir = row.get("run_dir")
+    ev = load_events(str(run_dir)) if isinstance(run_dir, str) else pd.DataFrame()
+    if ev.empty:
+        return []
+    ev = ev[ev["kind"] == spec["kind"]]
+    for col in ("rank", "rid"):
+        if col in spec:
+            ev = ev[ev[col] == int(spec[col])]
+    pattern = re.compile(str(spec.get("field", "(.*)")))
+    out = []
+    for detail in ev["detail"].astype(str):
+        m = pattern.search(detail)
+        if m is not None:
+            out.append(_num(m.group(1)))
+    return out
 
 
 def _describe(exp: dict[str, Any], named: bool = True) -> str:

@@ -24,10 +24,12 @@ from ppx.protocol.guard.defer_streak import DeferStreak
 from ppx.protocol.guard.floors import Floors
 from ppx.protocol.guard.guard import Guard
 from ppx.protocol.guard.prefix_clear import PrefixClear
+from ppx.protocol.guard.unit import GuardUnit
 from ppx.protocol.load_back import LoadBack
 from ppx.protocol.policy import Policy as PolicyDesign
 from ppx.protocol.prefetch_carrier import query_code, read_query
 from ppx.protocol.prefetch_floor import PrefetchFloor
+from ppx.protocol.reconcile import Reconcile
 from ppx.protocol.registry import Protocol
 from ppx.protocol.row_probe import RowProbe
 from ppx.protocol.told_scope import ToldScope
@@ -46,7 +48,9 @@ class DecisionPolicy(Policy):
             proto.of(PrefixClear),
             int(cfg.engine.guard.defer_cap),
             on_escalate=self.escalate,
+            unit=proto.of(GuardUnit),
         )
+        self.lookup = proto.of(Reconcile)  # where a follower looks for a rid (the escalation)
         self.livelock_passes = int(cfg.engine.livelock_passes)
         self.told_rows = proto.of(ToldScope)
         self.voids = proto.of(VoidMode)
@@ -206,11 +210,9 @@ class DecisionPolicy(Policy):
             return False
         obs = msg.tensors[1].tolist() if len(msg.tensors) > 1 else []
         if ctx.is_first:  # the guard learns before the requests are re-offered
-            for _rank, rid, told, local in obs:
-                req = self.sched.reqs.get(rid)
-                self.guard.learn(rid, req.tokens if req else [], told, local)
+            self.guard.learn_void(obs, self.tokens_of)
             self.offer.voided({row[1] for row in obs})
-        requeued = self.voids.void(self.sched, batch)
+        requeued = self.voids.void(self.sched, batch, first=ctx.is_first)
         self.n["voids"] += 1
         ctx.board.add(F.VOIDS)
         ctx.events.emit(
@@ -228,10 +230,14 @@ class DecisionPolicy(Policy):
     def absorb_tp_void(self, obs: list[list[int]], pass_id: int) -> None:
         self.n["voids"] += 1
         if self.ctx.is_first:
-            for rid, told, local in obs:
-                req = self.sched.reqs.get(rid)
-                self.guard.learn(rid, req.tokens if req else [], told, local)
+            # the rows come in rank order from the all-reduced table; the rank itself is not
+            # needed here, only the order (engine.guard.unit folds later rows of a rid)
+            self.guard.learn_void([[i, *row] for i, row in enumerate(obs)], self.tokens_of)
             self.count_void(tuple(obs[0]), " (TP phase)", None, 0)
+
+    def tokens_of(self, rid: int) -> list[int]:
+        req = self.sched.reqs.get(rid)
+        return req.tokens if req is not None else []
 
     def count_void(self, key: tuple, where: str, p, slot: int) -> None:
         """Rank 0: a voided pass with no token served since the last one; the bound ends a
@@ -251,11 +257,15 @@ class DecisionPolicy(Policy):
     def count_retraction(self, n: int) -> None:
         self.n["retractions"] += n
 
-    def escalate(self, rid: int, reports: int) -> None:
-        """The defer cap ran out for `rid`: its next offer is told=0 (sgl-project#944)."""
+    def escalate(self, rid: int, count: int) -> None:
+        """The defer cap ran out for `rid`: its next offer is told=0 (sgl-project#944). Named
+        once per rid, with where the followers looked for it: the rank that observes the
+        miss is never the rank that acts on it, so the line must say what was searched."""
+        unit = "reports" if self.guard.unit is None else self.guard.unit.name
         msg = (
-            f"escalation rid={rid}: {reports} unresolved reports > "
-            f"engine.guard.defer_cap={self.guard.defer_cap}; next told=0"
+            f"escalation rid={rid} (#944 UNRESOLVABLE): unresolved in {count} {unit}, "
+            f"engine.guard.defer_cap={self.guard.defer_cap} reached; the followers looked in "
+            f"the {self.lookup.where()}; next told=0"
         )
         print(f"ppx warning: {msg}", file=sys.stderr)
         self.ctx.events.emit("escalation", -1, -1, rid, self.ctx.epoch, msg)

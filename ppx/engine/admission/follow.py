@@ -79,6 +79,8 @@ class Follower:
             req = s.reqs[e.rid]
             if e.continues and req is not s.cont():
                 self.rec.repoint(s, req)
+            if not e.continues and s.holds_running(req):
+                self.rec.rehome(s, req)  # a copy a void kept in this slot's running batch
             got = self.geometry.admit(s, req, e, budget, self.rec.held_chunked(s, req, self.parks))
             if got is None:
                 # this rank's pool cannot hold what it is told (admissions earlier in this
@@ -132,10 +134,30 @@ class Follower:
             ):
                 local = s.cache.tree_match(req.tokens)  # a pending load does not matter here
             local = self.miss.read(local)
-            ok = local != UNRESOLVED and (local == e.prefix_len if held else local >= e.prefix_len)
+            # #944: a fresh told <= 0 demands no reuse, so no lookup result, not even a failed
+            # one, makes it unhonourable (a miss answering 0 had this for free: 0 >= 0)
+            zero = not e.continues and not held and e.prefix_len <= 0
+            ok = zero or (
+                local != UNRESOLVED and (local == e.prefix_len if held else local >= e.prefix_len)
+            )
             if not ok:
                 obs.append([ctx.rank, e.rid, e.prefix_len, local])
         return obs
+
+    def stop_reason(self, p, entries: list[Entry], obs: list[list[int]]) -> str:
+        """sgl-project#1153's STOP: what rank 0 told this rank and what it reached, sorted,
+        comma-separated, no spaces (the literal the log's acceptance grep anchors on:
+        `told=[a,b] reached=[a]`), then the numbers of every rid it could not execute."""
+        told = sorted(e.rid for e in entries)
+        refused = {row[1] for row in obs}
+        reached = [rid for rid in told if rid not in refused]
+        what = ", ".join(f"rid={rid} prefix_len={t} (local {loc})" for _r, rid, t, loc in obs)
+        note = f"; {self.seats.note}" if obs[0][3] == SEATS_SHORT else ""
+        return (
+            f"{self.name} refusal (on_refusal=stop): rank{self.ctx.rank} slot={p.slot} "
+            f"pass={p.pass_id} told=[{','.join(map(str, told))}] "
+            f"reached=[{','.join(map(str, reached))}]: cannot execute {what}{note}"
+        )
 
     def warn_each(self, p, obs: list[list[int]], kind: str) -> None:
         """One warning per entry this rank cannot run, naming rank, rid, told and local."""
@@ -152,13 +174,7 @@ class Follower:
         self.warn_each(p, obs, "refusal" if self.executes else "retract")
         if self.stops:
             self.n["stops"] += 1
-            why = f"; {self.seats.note}" if obs[0][3] == SEATS_SHORT else ""
-            ctx.stop(
-                f"{self.name} refusal (on_refusal=stop): rank{obs[0][0]} cannot execute "
-                f"rid={obs[0][1]} prefix_len={obs[0][2]} (local {obs[0][3]}) at slot={p.slot} "
-                f"pass={p.pass_id}" + why,
-                p,
-            )
+            ctx.stop(self.stop_reason(p, entries, obs), p)
         incarnation = {e.rid: s.reqs[e.rid].admit_seq for e in entries}
         s.hold_void(
             SlotBatch(

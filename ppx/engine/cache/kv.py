@@ -41,6 +41,7 @@ class KVCache:
         self.evictions = 0
         self.slack = 0  # rank 0 under a decision policy admits against the smallest pool
         self.host = None  # HostTier when engine.kv.host_tier is on
+        self.match_cap = -1  # faults.match_cap for this rank (-1: the whole match)
         self._pending_rows: list | None = None  # req_to_token writes held by `batched_rows`
 
     # -- capacity -------------------------------------------------------------------------
@@ -86,11 +87,15 @@ class KVCache:
                 return -1
             if self.host.start_load(usable, len(slots), self._alloc_spare):
                 return -1
-        return len(slots)
+        return self._capped(len(slots))
 
     def tree_match(self, tokens: list[int]) -> int:
         """What this rank can use right now, ignoring loads under way."""
-        return len(self.tree.match(tokens[: max(len(tokens) - 1, 0)])[0])
+        return self._capped(len(self.tree.match(tokens[: max(len(tokens) - 1, 0)])[0]))
+
+    def _capped(self, n: int) -> int:
+        # faults.match_cap: this rank reports (and so reuses) at most `match_cap` tokens
+        return n if self.match_cap < 0 else min(n, self.match_cap)
 
     def land_prefetches(self) -> None:
         """Insert finished host loads into the tree (main thread only)."""
@@ -218,6 +223,10 @@ class KVCache:
         self.free_rows.append(req.row)
         req.row = -1
         del self.rows[req.rid], self.tree_len[req.rid]
+
+    def drop_unlocked(self) -> None:
+        """Evict every cached prefix no request holds (faults.drop_rank: a rank-local loss)."""
+        self.free += self.tree.evict(self.tree.evictable)
 
     def clear_tree(self) -> None:
         """Drop every unlocked cached prefix (a flip changes the layout). Callers release

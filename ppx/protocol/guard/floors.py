@@ -49,6 +49,10 @@ class Floors(Variant):
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
         self.rid_floor: dict[int, int] = {}
+        # rid -> rank 0's own match when it last made the rid an offer: the prefix the offer
+        # was made OVER (the log's `prefix_key` passed to prefix_len_for), whatever told it
+        # was clamped to
+        self.offered_over: dict[int, int] = {}
         self.learned = self.cleared = 0
 
     @classmethod
@@ -71,6 +75,7 @@ class Floors(Variant):
 
     def served(self, rid: int) -> None:
         self.rid_floor.pop(rid, None)
+        self.offered_over.pop(rid, None)
 
     def prefix_served(self, tokens: list[int]) -> None:
         """The group computed `tokens` (a prefill that was not voided)."""
@@ -94,6 +99,8 @@ class PrefixFloor(Floors):
     ref = "sgl-project#963"
     about = "a floor keyed by the offered prefix: every new rid over it is clamped too"
 
+    SLOTS = 4096  # the table is bounded (the log's PREFIX_FLOOR_SLOTS): oldest key dropped
+
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
         self.prefix_floor: dict[str, int] = {}
@@ -102,6 +109,7 @@ class PrefixFloor(Floors):
     def floor(self, rid: int, tokens: list[int], local: int) -> int | None:
         floors = [self.rid_floor[rid]] if rid in self.rid_floor else []
         if local > 0:
+            self.offered_over[rid] = local
             key = prefix_key(tokens, local)
             if key in self.prefix_floor:
                 floors.append(self.prefix_floor[key])
@@ -109,9 +117,17 @@ class PrefixFloor(Floors):
 
     def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
         super().learn(rid, tokens, told, local)
-        key = prefix_key(tokens, told)
+        # keyed by the prefix the offer was made over (rank 0's match), not by the told it
+        # was clamped to: a lookup is by rank 0's match, so a floor keyed at a clamped told
+        # (120 -> clamped 64, refused at 50) would never be found again and the population
+        # would be offered the looser 64 (#963 "the prefix floor only ever tightens")
+        n = max(self.offered_over.get(rid, told), told)
+        key = prefix_key(tokens, n)
         self.prefix_floor[key] = min(local, self.prefix_floor.get(key, told))
-        self.prefix_len[key] = told
+        self.prefix_len[key] = n
+        while len(self.prefix_floor) > self.SLOTS:
+            old = next(iter(self.prefix_floor))
+            del self.prefix_floor[old], self.prefix_len[old]
 
     def prefix_served(self, tokens: list[int]) -> None:
         """Every floor over a prefix of `tokens` describes a shortfall that no longer exists

@@ -1,10 +1,11 @@
-"""The congruence guard on rank 0, composed of the four guard designs the config chose.
+"""The congruence guard on rank 0, composed of the guard designs the config chose.
 
 `Floors` (engine.guard.name) says which floor applies to an offer and learns one from a
 retraction; `Miss` (engine.guard.miss) says how a follower reported a lookup it could not
-resolve; `DeferStreak` (engine.guard.defer_streak) keys the unresolved streak; the defer cap
-(`engine.guard.defer_cap`, <= 0 disables it) escalates a rid that kept coming back unresolved
-to `told=0`, which every rank can honour.
+resolve; `DeferStreak` (engine.guard.defer_streak) keys the unresolved streak; `GuardUnit`
+(engine.guard.unit) says which of a void's rows count (a round, or every rank's report); the
+defer cap (`engine.guard.defer_cap`, <= 0 disables it) escalates a rid that kept coming back
+unresolved to `told=0`, which every rank can honour.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ppx.core import POOL_SHORT, SEATS_SHORT, UNRESOLVED
 from ppx.protocol.guard.defer_streak import DeferStreak
 from ppx.protocol.guard.floors import Floors
 from ppx.protocol.guard.prefix_clear import PrefixClear
+from ppx.protocol.guard.unit import GuardUnit
 
 
 class Guard:
@@ -25,10 +27,13 @@ class Guard:
         clear: PrefixClear,
         defer_cap: int,
         on_escalate: Callable[[int, int], None] | None = None,
+        unit: GuardUnit | None = None,
     ) -> None:
         self.floors, self.streak, self.clear = floors, streak, clear
+        self.unit = unit  # None: every row counts (a bare guard in a unit test)
         self.defer_cap = defer_cap
-        self.on_escalate = on_escalate  # (rid, unresolved reports) -> the named event
+        self.on_escalate = on_escalate  # (rid, unresolved rounds) -> the named event, once per rid
+        self.announced: set[int] = set()  # rids whose escalation was named (until served)
         self.last_offer: dict[int, int] = {}  # rid -> rank 0's previous told (offer keying)
         self.defers: dict[int, int] = {}  # rid -> unresolved reports so far
         self.hold: set[int] = set()
@@ -65,6 +70,13 @@ class Guard:
             self.last_offer[rid] = told
         return told
 
+    def learn_void(self, obs: list[list[int]], tokens_of: Callable[[int], list[int]]) -> None:
+        """A voided pass came back with `obs` rows [rank, rid, told, local]; the unit design
+        says which of them this void teaches (engine.guard.unit)."""
+        rows = self.unit.rows(obs) if self.unit is not None else obs
+        for _rank, rid, told, local in rows:
+            self.learn(rid, tokens_of(rid), told, local)
+
     def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
         if local == POOL_SHORT:
             self.pool_short += 1  # capacity, not coverage: a floor here would cost reuse
@@ -87,10 +99,15 @@ class Guard:
             self.hold.add(rid)
             return
         self.defers[rid] = self.defers.get(rid, 0) + 1
-        if 0 < self.defer_cap < self.defers[rid] and rid not in self.escalated:
+        # at the cap, not past it: cap 3 defers three offers and pins the fourth to told=0
+        # (#944 `test_at_the_cap_the_offer_is_pinned_to_zero`: offers [4096] * 3, then 0)
+        if 0 < self.defer_cap <= self.defers[rid] and rid not in self.escalated:
             self.escalated.add(rid)
             self.escalations += 1
-            if self.on_escalate is not None:
+            # ONE loud refusal per rid (#944): an offer-keyed streak can escalate the same rid
+            # again after its pin, and naming it at every offer would bury the line
+            if self.on_escalate is not None and rid not in self.announced:
+                self.announced.add(rid)
                 self.on_escalate(rid, self.defers[rid])
         else:
             self.hold.add(rid)
@@ -101,6 +118,7 @@ class Guard:
         self.defers.pop(rid, None)
         self.hold.discard(rid)
         self.escalated.discard(rid)
+        self.announced.discard(rid)
         self.last_offer.pop(rid, None)
 
     def prefix_served(self, tokens: list[int]) -> None:
