@@ -46,7 +46,7 @@ PF3 = [
 ]
 TP_RED = (
     "livelock: 24 consecutive voided passes with no token served (TP phase); "
-    "(rid, told, local) repeating: [(5, 24, -1)]"
+    "(rid, told, local) repeating: [(5, 24, -1)]; voided slots (last 8): [0, 0, 0, 0, 0, 0, 0, 0]"
 )
 
 

@@ -78,7 +78,9 @@ AHEAD = re.compile(
 
 def test_red_the_old_handler_runs_one_output_ahead_green_stop_names_told_and_reached(engine):
     red, _ = engine(*HOP, *OLD_HANDLER)
-    assert red["verdict"] == "stopped" and red["voids"] == 0, red["reason"]
+    # one void: the follower's own (its rank-local void of the slot), which nothing carried
+    # to rank 0 -- rank 0's count is 0 (per_rank), the group's is the follower's
+    assert red["verdict"] == "stopped" and red["per_rank"]["voids"] == [0, 1, 1], red["reason"]
     # rank 0 took pass 25's output (the last rank's next one) for slot 2's pass 23
     assert (
         red["reason"]
