@@ -25,7 +25,7 @@ import torch
 
 from ppx.core import Flag, Kind, Message, StopRun
 from ppx.engine.admission import make_policy
-from ppx.engine.board import NUM_KINDS, Board, F, RankBoard, State
+from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.channels import Channels
 from ppx.engine.context import RankContext
 from ppx.engine.flip import FlipControl
@@ -33,8 +33,9 @@ from ppx.engine.intake import Intake
 from ppx.engine.loop import PassState, PassSteps, parse_ordering
 from ppx.engine.plan import Planner
 from ppx.engine.tp_phase import TPPhase
-from ppx.engine.transport import Transport, open_transport
+from ppx.engine.transport import Transport
 from ppx.engine.transport.base import Abandoned
+from ppx.engine.transport.registry import spec_of
 from ppx.telemetry.events import EventLog
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class RankLoop(PassSteps):
         events = EventLog(path, a.rank, a.t0, t.now)
         # nccl: one GPU per rank; gloo with device=cuda: the ranks share a GPU, tensors
         # cross via the host
-        self.device = t.payload_device if cfg.engine.transport == "nccl" else str(cfg.device)
+        self.device = spec_of(cfg).rank_device(cfg, t)
         ch = Channels(a.rank, a.world, t, rb, self.device)
         if cfg.engine.readiness:
             ch.readiness_budget_s = float(cfg.engine.readiness_budget_s)
@@ -341,9 +342,7 @@ def rank_main(a: RankArgs) -> None:
 
     def open_t() -> Transport:
         store = a.store.connect() if a.store else None
-        return open_transport(
-            a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS, str(a.cfg.device), store
-        )
+        return spec_of(a.cfg).open(a.cfg, a.rank, a.world, a.port, store)
 
     report, loop = serve(a, open_t, board)
     write_report(a, report)
