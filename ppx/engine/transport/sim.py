@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ppx.engine.transport.base import Transport
-from ppx.engine.transport.sim_nccl import NcclEndpoint, NcclPlane, NcclRules
+from ppx.engine.transport.sim_nccl import NcclPlane, NcclRules
+from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
 
 
 @dataclass
