@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU acceptance check: kernels, the engine on CUDA, and (with >= 2 GPUs) the NCCL transport.
+# GPU acceptance check: kernels, the engine on CUDA, and (with >= 2 GPUs) the NCCL transport,
+# whose verdicts are compared with the simulator's model of NCCL (step 8).
 # Run from anywhere on a CUDA machine; needs no network. Budget: < 8 minutes on one H200.
 # Every step runs and is recorded even when an earlier one failed; the summary at the end
 # (printed on every exit path, also for steps appended below) says
@@ -126,4 +127,40 @@ else
         +exp=smoke model=hf model.path="$PPX_HF_CHECKPOINT" pp="${PPX_HF_PP:-2}" device=cuda \
         workload=random workload.num_requests=8 workload.prompt_min=16 workload.prompt_max=64 \
         workload.max_new=16 oracle.sample=2 ${PPX_HF_ORACLE_TOL:+oracle.tol=$PPX_HF_ORACLE_TOL}
+fi
+
+# ---- 8: real NCCL against the simulator's NCCL model (issue #24) -------------------------------
+# The same small schedule (micro model, pp=2) on real NCCL, one GPU per rank, and on
+# engine.transport=sim sim.semantics=nccl (the transport's layout, on the CPU): the verdicts
+# must agree -- decision_first serves, flush_before_decision wedges. NCCL refuses two ranks on
+# one GPU, so with fewer than two GPUs this is a SKIP (the summary says PARTIAL), never a pass.
+nccl_vs_sim() {
+    local ordering=$1 name="8 NCCL vs sim.semantics=nccl: $1 (pp=2)" rc=0 dir
+    dir="$OUT/nccl_vs_sim/$ordering"
+    rm -rf "$dir"
+    step "$name"
+    local common=(+exp=micro_load pp=2 engine/admission=decision "engine/ordering=$ordering"
+        logger=none watch.max_run_s="$RUN_MAX_S" watch.stall_s=10)
+    # ppx.run exits 1 on any verdict but served: the summaries are what is compared
+    timeout --kill-after=30 "$STEP_TIMEOUT_S" "$PYTHON" -m ppx.run "${common[@]}" device=cuda \
+        engine.transport=nccl hydra.run.dir="$dir/nccl" || true
+    timeout --kill-after=30 "$STEP_TIMEOUT_S" "$PYTHON" -m ppx.run "${common[@]}" \
+        engine.transport=sim sim.semantics=nccl hydra.run.dir="$dir/sim" || true
+    "$PYTHON" -c '
+import json, sys
+def verdict(d):
+    try:
+        return json.load(open(d + "/summary.json"))["verdict"]
+    except (OSError, KeyError, ValueError):
+        return None
+real, sim = verdict(sys.argv[1]), verdict(sys.argv[2])
+print(f"gpu_check: verdict on NCCL {real}, on sim.semantics=nccl {sim}")
+sys.exit(0 if real is not None and real == sim else 1)' "$dir/nccl" "$dir/sim" || rc=$?
+    if (( rc == 0 )); then record PASS "$name"; else record FAIL "$name" "verdicts differ"; fi
+}
+if (( ngpu >= 2 )); then
+    nccl_vs_sim decision_first
+    nccl_vs_sim flush_before_decision
+else
+    skip_step "8 NCCL vs sim.semantics=nccl" "only $ngpu GPU here: NCCL needs one GPU per rank"
 fi

@@ -221,6 +221,20 @@ class ExploreCfg:
 
 
 @dataclass
+class SimCfg:
+    """The simulated wire (engine.transport=sim): whose point-to-point rules it follows.
+    Every knob but `semantics` is one of NCCL's rules (docs/simulation.md, "NCCL semantics")."""
+
+    semantics: str = "gloo"  # gloo | nccl (payloads by NCCL's rules, headers by gloo's)
+    send_buffer_bytes: int = 1048576  # unreceived bytes a send may leave per direction (0 = sync)
+    connect: str = "eager"  # eager (payload pairs connected at start-up) | lazy (at first use)
+    stream_order: bool = True  # one communicator's operations run in issue order
+    independent_progress: bool = False  # two communicators' operations progress apart (no promise)
+    grouped: bool = True  # a group() of sends and receives runs as one operation
+    communicators: str = "forward"  # forward (r -> r + 1) | pair (and last -> 0) | kind (old)
+
+
+@dataclass
 class OracleCfg:
     sample: float = 1.0  # requests checked: a fraction in (0, 1], or a count when > 1
     # near-tie margin; null: 1e-3 for a float32 model, 0.1 for bf16 / fp16 (the reference is
@@ -242,6 +256,7 @@ class PPXConfig:
     logger: LoggerCfg = field(default_factory=LoggerCfg)
     watch: WatchCfg = field(default_factory=WatchCfg)
     explore: ExploreCfg = field(default_factory=ExploreCfg)
+    sim: SimCfg = field(default_factory=SimCfg)
     oracle: OracleCfg = field(default_factory=OracleCfg)
 
 

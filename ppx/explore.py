@@ -17,13 +17,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
 
 from ppx.config import ConfigError
+from ppx.engine.transport.registry import SIM
 from ppx.validation import validate
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
 def main(cfg: DictConfig) -> None:
     with open_dict(cfg):
-        cfg.engine.transport = "sim"  # the explorer only runs the simulator
+        cfg.engine.transport = SIM  # the explorer only runs the simulator
     try:
         cfg = validate(cfg)
         if cfg.explore.strategy == "replay":

@@ -17,6 +17,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ppx.config import ConfigError
+from ppx.engine.transport.registry import spec_of
 from ppx.validation import validate
 
 WANDB_WARNING = "ppx: warning: W&B logging failed (the run store is complete): "
@@ -46,7 +47,8 @@ def execute(
 
     resolved = OmegaConf.to_container(cfg, resolve=True)
     t0 = time.time()
-    if cfg.engine.transport == "sim":
+    simulated = spec_of(cfg).simulated
+    if simulated:
         from ppx.sim.world import SimSupervisor
 
         sup = SimSupervisor(cfg, run_dir)
@@ -55,7 +57,7 @@ def execute(
 
         sup = Supervisor(cfg, run_dir)
     outcome = sup.run()
-    if cfg.engine.transport == "sim":  # every simulated run can be replayed exactly
+    if simulated:  # every simulated run can be replayed exactly
         from ppx.sim.schedule import save_run
 
         outcome["schedule"] = save_run(run_dir, cfg, overrides or [], sup, outcome["verdict"])
@@ -123,7 +125,7 @@ def main(cfg: DictConfig) -> None:
     env = torchrun_env()  # one rank per torchrun worker; global rank 0 supervises
     if env is not None:
         problem = None
-        if env.world != int(cfg.pp) or cfg.engine.transport == "sim":
+        if env.world != int(cfg.pp) or spec_of(cfg).simulated:
             problem = (
                 f"torchrun started {env.world} workers for pp={cfg.pp} (engine.transport="
                 f"{cfg.engine.transport}); one worker per rank, gloo or nccl"

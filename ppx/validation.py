@@ -91,19 +91,15 @@ def validate(cfg: DictConfig) -> DictConfig:
     if ppr is not None and len(ppr) != pp:
         raise ConfigError(f"engine.kv.pool_per_rank has {len(ppr)} entries for pp={pp}")
     validate_protocol(merged)
-    if merged.engine.transport not in ("gloo", "nccl", "sim"):
-        raise ConfigError(f"engine.transport={merged.engine.transport!r}: gloo | nccl | sim")
+    from ppx.engine.transport.registry import transport_spec
+
+    try:  # the transport's own checks (ppx/engine/transport/registry.py)
+        transport_spec(merged.engine.transport).validate(merged)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if merged.engine.start_method not in ("forkserver", "spawn"):
         raise ConfigError(f"engine.start_method={merged.engine.start_method!r}: forkserver | spawn")
     validate_explore(merged)
-    if merged.engine.transport == "nccl":
-        import torch
-
-        if not str(merged.device).startswith("cuda") or torch.cuda.device_count() < pp:
-            raise ConfigError(
-                f"engine.transport=nccl needs device=cuda and one CUDA device per rank "
-                f"(pp={pp}, found {torch.cuda.device_count()})"
-            )
     f = merged.faults
     from ppx.core import Kind
 
@@ -181,8 +177,10 @@ def validate_explore(merged: DictConfig) -> None:
             "explore.schedules, explore.step_us and explore.max_steps must be positive"
         )
     if x.replay is not None:
-        if merged.engine.transport != "sim":
-            raise ConfigError("explore.replay needs engine.transport=sim")
+        from ppx.engine.transport.registry import SIM, spec_of
+
+        if not spec_of(merged).simulated:
+            raise ConfigError(f"explore.replay needs engine.transport={SIM}")
         from ppx.sim.schedule import ScheduleError, config_hash, load
 
         try:

@@ -6,6 +6,12 @@ header so that whoever has read a header can always pull its payload; and it is 
 by the consumer of that kind, so a payload send completes when the peer consumes the message,
 not when it merely stashes the header. That is the rendezvous the orderings are about: a
 `flush` of a message with a payload waits for the peer to actually want it.
+
+A transport without tags on its payload plane (nccl: one communicator per pair, matched by
+issue order only) says `payload_with_header`: the payload is then received right after its
+header, before the next header is read, so payloads leave the wire in the order they were
+sent; the consumer still counts the message as consumed only when it takes it, and a flush on
+such a transport waits for that count (`_await_taken`), so the rendezvous is unchanged.
 """
 
 from __future__ import annotations
@@ -51,6 +57,10 @@ def decode_header(h: torch.Tensor) -> tuple[Message, list[tuple[torch.dtype, lis
     return msg, metas
 
 
+class Pulled(list):
+    """A stashed message's payload, already received with its header (payload_with_header)."""
+
+
 class Channels:
     """Per-rank endpoint. Sends are isends completed lazily by `flush`; receives block."""
 
@@ -94,7 +104,7 @@ class Channels:
         if dst == self.rank:  # pp=1 loopback: the output ring wraps onto itself
             self.inbox[key].append((msg, None))
             return
-        where = self.t.payload_device
+        where = self.t.payload_device_for(dst, sending=True)
         payload = [t.detach().to(where).contiguous() for t in msg.tensors]
         for t in payload:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
@@ -128,13 +138,26 @@ class Channels:
         seq = self.payload_seq.pop((dst, kind), None)
         if seq is None:
             return
-        while self.board.peer_consumed(dst, kind) <= seq:
-            self.t.sleep(0.0002)
+        self.t.wait_for(
+            lambda: self.board.peer_consumed(dst, kind) > seq,
+            f"flush: rank{dst} to consume {Kind(kind).label} seq={seq}",
+        )
 
     def _read_header(self, src: int) -> tuple[Message, list]:
         buf = torch.empty(HEADER_LEN, dtype=torch.int64)
         self.t.recv(src, 0, buf)
-        return decode_header(buf)
+        msg, metas = decode_header(buf)
+        if metas and self.t.payload_with_header:  # see the module docstring
+            return msg, Pulled(self._recv_payload(src, msg, metas))
+        return msg, metas
+
+    def _recv_payload(self, src: int, msg: Message, metas) -> list[torch.Tensor]:
+        got, where = [], self.t.payload_device_for(src, sending=False)
+        for dtype, shape in metas:
+            out = torch.empty(shape, dtype=dtype, device=where)
+            self.t.recv(src, 1 + int(msg.kind), out)
+            got.append(out if self.device == "cpu" else out.to(self.device))
+        return got
 
     def _pull(self, src: int, msg: Message, metas) -> Message:
         want = self.seq_in[(src, int(msg.kind))]
@@ -143,11 +166,10 @@ class Channels:
                 f"{CHANNEL_MISMATCH}rank{self.rank} expects {msg.kind.label} seq={want} from "
                 f"rank{src}, which sent seq={msg.seq} (slot={msg.slot} pass={msg.pass_id})"
             )
-        if metas is not None:
-            for dtype, shape in metas:
-                out = torch.empty(shape, dtype=dtype, device=self.t.payload_device)
-                self.t.recv(src, 1 + int(msg.kind), out)
-                msg.tensors.append(out if self.device == "cpu" else out.to(self.device))
+        if isinstance(metas, Pulled):
+            msg.tensors.extend(metas)
+        elif metas is not None:
+            msg.tensors.extend(self._recv_payload(src, msg, metas))
         self.board.consumed[src, msg.kind] += 1
         self.seq_in[(src, int(msg.kind))] += 1
         return msg

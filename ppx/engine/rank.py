@@ -26,7 +26,7 @@ import torch
 
 from ppx.core import StopRun
 from ppx.engine.admission import make_policy
-from ppx.engine.board import NUM_KINDS, Board, F, RankBoard, State
+from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.context import RankContext
 from ppx.engine.faults.channels import FaultyChannels, channels_for
 from ppx.engine.faults.retract import retract_fault
@@ -38,8 +38,9 @@ from ppx.engine.plan import Planner
 from ppx.engine.results import Results
 from ppx.engine.ring import Ring
 from ppx.engine.tp_phase import TPPhase
-from ppx.engine.transport import Transport, open_transport
+from ppx.engine.transport import Transport
 from ppx.engine.transport.base import Abandoned
+from ppx.engine.transport.registry import spec_of
 from ppx.protocol.continuations import Continuations
 from ppx.protocol.flip import StartPhase
 from ppx.protocol.ordering import parse_ordering
@@ -114,7 +115,7 @@ class RankLoop:
         events = EventLog(path, a.rank, a.t0, t.now)
         # nccl: one GPU per rank; gloo with device=cuda: the ranks share a GPU, tensors
         # cross via the host
-        self.device = t.payload_device if cfg.engine.transport == "nccl" else str(cfg.device)
+        self.device = spec_of(cfg).rank_device(cfg, t)
         self.proto = proto = Protocol(cfg)  # the designs this rank runs (ppx/protocol)
         ch = channels_for(a.rank, a.world, t, rb, self.device, cfg)
         ch.readiness_budget_s = proto.of(Readiness).budget_s()
@@ -316,9 +317,7 @@ def rank_main(a: RankArgs) -> None:
 
     def open_t() -> Transport:
         store = a.store.connect() if a.store else None
-        return open_transport(
-            a.cfg.engine.transport, a.rank, a.world, a.port, NUM_KINDS, str(a.cfg.device), store
-        )
+        return spec_of(a.cfg).open(a.cfg, a.rank, a.world, a.port, store)
 
     report, loop = serve(a, open_t, board)
     write_report(a, report)

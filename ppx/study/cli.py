@@ -88,7 +88,8 @@ def evaluate(study: Study, runs_dir: Path, out: Path, echo=print, plots: bool = 
     df = add_label_columns(df, cells, study.labels)
     df = add_cell_columns(df, keys)
     missing = _missing_cells(df, cells) if cells else []
-    results = check_expectations(df, study.expect)
+    label_keys = list(dict.fromkeys(k for lab in study.labels for k in lab))
+    results = check_expectations(df, study.expect, label_keys)
     table = study_table(df, keys, sort=not study.explicit)
 
     table.to_csv(out / "table.csv", index=False)

@@ -35,6 +35,7 @@ OPS = {
 }
 _CMP = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*$")
 RESERVED = {"when", "name", "why", "compare", "lhs", "rhs", "op", "agg", "same_outputs"}
+RESERVED |= {"same_verdict_as"}
 
 
 @dataclass
@@ -184,6 +185,8 @@ def _describe(exp: dict[str, Any], named: bool = True) -> str:
     items = [(k, v) for k, v in exp.items() if k not in RESERVED]
     if exp.get("same_outputs"):
         items.append(("same_outputs", True))
+    if exp.get("same_verdict_as"):
+        items.append(("same_verdict_as", _fmt_when(exp["same_verdict_as"])))
     checks = ", ".join(f"{k}: {v}" for k, v in items)
     return f"{_fmt_when(exp.get('when'))} -> {checks or '(no checks)'}"
 
@@ -247,8 +250,33 @@ def _check_same_outputs(runs: pd.DataFrame) -> tuple[bool, str, list[str]]:
     return not failing, detail, failing
 
 
-def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[Result]:
-    """Evaluate every expectation on the runs frame (`ppx.analysis.load_runs`)."""
+def _check_twins(
+    df: pd.DataFrame, runs: pd.DataFrame, twin: dict[str, Any], labels: list[str]
+) -> tuple[bool, str, list[str]]:
+    """`same_verdict_as`: each selected run ends with the verdict of its twin -- the run that
+    `twin` selects whose other labels (the cell's identity, e.g. incident and arm) are its own."""
+    ident = [k for k in labels if k not in twin]
+    if not ident:
+        return False, "same_verdict_as needs cell labels that identify a twin", []
+    key = lambda row: tuple(_norm(lookup(row, k)) for k in ident)  # noqa: E731
+    twins = {key(row): row for _, row in select(df, twin).iterrows()}
+    failing, seen = [], []
+    for _, row in runs.iterrows():
+        t = twins.get(key(row))
+        theirs = None if t is None else str(t.get("verdict"))
+        if theirs != str(row.get("verdict")):
+            failing.append(str(row.get("run_dir")))
+            who = " ".join(f"{k}={lookup(row, k)}" for k in ident)
+            seen.append(f"{who}: {row.get('verdict')} vs {theirs or 'no twin'}")
+    detail = f"{len(runs) - len(failing)}/{len(runs)} runs end as their twin [{_fmt_when(twin)}]"
+    return not failing, detail + ("; " + "; ".join(seen[:5]) if seen else ""), failing
+
+
+def check_expectations(
+    df: pd.DataFrame, expect: list[dict[str, Any]], labels: list[str] | None = None
+) -> list[Result]:
+    """Evaluate every expectation on the runs frame (`ppx.analysis.load_runs`); `labels`:
+    the study's cell label names (what `same_verdict_as` pairs twins by)."""
     results = []
     for i, exp in enumerate(expect, start=1):
         desc = _describe(exp)
@@ -268,6 +296,10 @@ def check_expectations(df: pd.DataFrame, expect: list[dict[str, Any]]) -> list[R
         same_ok, same_detail = True, ""
         if exp.get("same_outputs"):
             same_ok, same_detail, failing = _check_same_outputs(runs)
+        if exp.get("same_verdict_as"):
+            same_ok, same_detail, failing = _check_twins(
+                df, runs, exp["same_verdict_as"], list(labels or [])
+            )
         for _, row in runs.iterrows():
             bad = []
             for key, want in checks.items():

@@ -214,4 +214,6 @@ def load_study(name: str, experiments: str | os.PathLike | None = None) -> Study
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a study file must be a mapping")
-    return parse_study(data, name=path.stem, path=path)
+    from ppx.study.include import resolve  # cells_from / variants / expect_from
+
+    return parse_study(resolve(data, experiments), name=path.stem, path=path)

@@ -4,11 +4,13 @@ gloo transport is opened (world 1) with torch.cuda.set_device recorded instead o
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
-from ppx.engine.board import NUM_KINDS
-from ppx.engine.transport import bind_device, open_transport
+from ppx.engine.transport import bind_device
+from ppx.engine.transport.registry import TRANSPORTS
 from ppx.supervisor import free_port
 
 
@@ -21,7 +23,7 @@ def set_device_calls(monkeypatch) -> list:
 
 @pytest.mark.parametrize(("device", "want"), [("cuda:1", [1]), ("cuda:3", [3]), ("cpu", [])])
 def test_the_gloo_path_binds_the_configured_gpu(set_device_calls, device, want) -> None:
-    t = open_transport("gloo", 0, 1, free_port(), NUM_KINDS, device)
+    t = TRANSPORTS["gloo"].open(SimpleNamespace(device=device), 0, 1, free_port())
     try:
         assert set_device_calls == want
     finally:

@@ -23,8 +23,12 @@ if [[ $1 == -c ]]; then
 fi
 if [[ $1 == -m && $2 == pytest ]]; then exit "${FAKE_PYTEST_RC:-0}"; fi
 if [[ $1 == -m && $2 == ppx.run ]]; then
-    for a in "$@"; do [[ $a == hydra.run.dir=* ]] && dir=${a#hydra.run.dir=}; done
-    mkdir -p "$dir" && echo '{"verdict": "served"}' > "$dir/summary.json"
+    verdict=served
+    for a in "$@"; do
+        [[ $a == hydra.run.dir=* ]] && dir=${a#hydra.run.dir=}
+        [[ $a == engine.transport=nccl ]] && verdict=${FAKE_NCCL_VERDICT:-served}
+    done
+    mkdir -p "$dir" && echo "{\"verdict\": \"$verdict\"}" > "$dir/summary.json"
     exit 0
 fi
 exit 0  # benchmarks/bench_kernels.py
@@ -56,6 +60,7 @@ def test_one_gpu_is_partial_not_ok(tmp_path: Path) -> None:
     assert r.returncode == 3, r.stdout[-2000:]
     assert "gpu_check: PARTIAL" in r.stdout and "gpu_check: OK" not in r.stdout
     assert "SKIP  6 one GPU per rank over NCCL" in r.stdout
+    assert "SKIP  8 NCCL vs sim.semantics=nccl" in r.stdout  # never a pass without two GPUs
     assert "engine.transport=nccl" not in calls
 
 
@@ -64,10 +69,23 @@ def test_two_gpus_run_nccl_bounded_and_say_ok(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout[-2000:]
     assert r.stdout.rstrip().endswith("gpu_check: OK")
     runs = [c for c in calls.splitlines() if c.startswith("-m ppx.run")]
-    assert len(runs) == 4 and any("engine.transport=nccl" in c for c in runs)
+    assert len(runs) == 8 and any("engine.transport=nccl" in c for c in runs)
+    # step 8: each ordering once on real NCCL and once on the simulator's NCCL model
+    assert len([c for c in runs if "sim.semantics=nccl" in c]) == 2
+    assert "PASS  8 NCCL vs sim.semantics=nccl: flush_before_decision (pp=2)" in r.stdout
     assert any(f"model=hf model.path={tmp_path / 'ckpt'}" in c for c in runs)
     assert any("device=cuda:1" in c for c in runs)
     assert all("watch.max_run_s=" in c for c in runs)  # every engine run is bounded
+
+
+def test_a_verdict_nccl_and_the_simulator_disagree_on_fails_the_check(tmp_path: Path) -> None:
+    r, _ = gpu_check(tmp_path, 2, PPX_HF_CHECKPOINT=str(tmp_path), FAKE_NCCL_VERDICT="wedged")
+    assert r.returncode == 1, r.stdout[-2000:]
+    assert "verdict on NCCL wedged, on sim.semantics=nccl served" in r.stdout
+    assert (
+        "FAIL  8 NCCL vs sim.semantics=nccl: decision_first (pp=2)  (verdicts differ)" in r.stdout
+    )
+    assert r.stdout.rstrip().endswith("gpu_check: FAILED")
 
 
 def test_hf_checkpoint_step_skipped_without_the_variable(tmp_path: Path) -> None:

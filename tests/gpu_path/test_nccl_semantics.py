@@ -1,14 +1,11 @@
-"""The NCCL transport's two traps, checked on the CPU.
+"""The NCCL transport's flush, checked on the CPU over real gloo processes.
 
-1. Warm-up: every (kind, pair) communicator is created at start-up, all ranks walking one
-   global order. The walk is replayed here as 2-party rendezvous: the global order always
-   completes (green), a per-rank "nearest peer first" order deadlocks (red).
-2. Flush: NCCL's send `wait()` does not wait for the peer. Over real gloo processes whose
-   payload sends complete at once (NCCL's semantics, `eager_procs.EagerGloo`), a flush returns
-   only after the peer consumed the payload when the transport says `rendezvous_sends=False`
-   (green, and the wait shows as a `flush` blocked-on record the watchdog reads), and
-   returns before the peer took anything when it is treated as a rendezvous (red: the
-   behaviour before the fix).
+NCCL's send `wait()` does not wait for the peer. Over real gloo processes whose payload sends
+complete at once (NCCL's semantics, `eager_procs.EagerGloo`), a flush returns only after the
+peer consumed the payload when the transport says `rendezvous_sends=False` (green, and the wait
+shows as a `flush` blocked-on record the watchdog reads), and returns before the peer took
+anything when it is treated as a rendezvous (red: the behaviour before the fix). The start-up
+order and pairs are checked in test_nccl_pairs.py, NCCL's other rules in tests/sim.
 """
 
 from __future__ import annotations
@@ -19,68 +16,19 @@ import os
 import sys
 import time
 
-import pytest
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import eager_procs  # noqa: E402
 
 from ppx.core import Kind  # noqa: E402
 from ppx.engine.board import Board  # noqa: E402
-from ppx.engine.transport.nccl import NcclTransport, warmup_order  # noqa: E402
+from ppx.engine.transport.nccl import NcclTransport  # noqa: E402
 from ppx.supervisor import free_port  # noqa: E402
-
-Entry = tuple[int, int, int]
-
-
-def walk(per_rank: dict[int, list[Entry]]) -> bool:
-    """Each rank takes its entries in its order; an entry completes when both its ranks are
-    at it (NCCL's communicator creation). True when every rank finishes, False on a wedge."""
-    heads = {r: 0 for r in per_rank}
-    while True:
-        moved = False
-        for r, seq in per_rank.items():
-            if heads[r] == len(seq):
-                continue
-            e = seq[heads[r]]
-            peer = e[2] if e[1] == r else e[1]
-            if heads[peer] < len(per_rank[peer]) and per_rank[peer][heads[peer]] == e:
-                heads[r] += 1
-                heads[peer] += 1
-                moved = True
-        if all(heads[r] == len(s) for r, s in per_rank.items()):
-            return True
-        if not moved:
-            return False
-
-
-def mine(order: list[Entry], rank: int) -> list[Entry]:
-    return [e for e in order if rank in e[1:]]
-
-
-@pytest.mark.parametrize("world", [2, 3, 4, 8])
-def test_warmup_order_covers_every_kind_and_pair_once_and_completes(world: int) -> None:
-    tags = list(range(1, 8))
-    order = warmup_order(world, tags)
-    assert len(order) == len(set(order)) == len(tags) * world * (world - 1) // 2
-    assert all(a < b for _, a, b in order)
-    assert order == warmup_order(world, tags)  # the same list on every rank
-    assert walk({r: mine(order, r) for r in range(world)})
-
-
-def test_a_per_rank_order_deadlocks_the_warmup() -> None:
-    # red arm: each rank first warms up the pair with its next neighbour (what a rank-local
-    # "my pipeline peers first" loop does); with 3 ranks that is a cycle 0->1->2->0
-    world, order = 3, warmup_order(3, [1])
-
-    def nearest_first(r: int) -> list[Entry]:
-        return sorted(mine(order, r), key=lambda e: ((e[2] if e[1] == r else e[1]) - r) % world)
-
-    assert not walk({r: nearest_first(r) for r in range(world)})
 
 
 def test_nccl_transport_declares_non_rendezvous_sends() -> None:
     assert NcclTransport.rendezvous_sends is False
+    assert NcclTransport.payload_with_header is True  # one tagless communicator per pair
 
 
 def _flush_run(tmp_path, rendezvous_sends: bool) -> tuple[dict, list[dict]]:

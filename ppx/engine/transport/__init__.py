@@ -1,6 +1,7 @@
 """Transports: the one seam between a rank and its peers (see base.py).
 
-`gloo` and `nccl` are opened here, per rank process; `sim` transports are made by the
+Each transport is a spec in registry.py (its validation, its payload device, how a rank opens
+it): `gloo` and `nccl` are opened per rank process; `sim` transports are made by the
 simulator (ppx/sim), which owns every rank of a run in one process.
 """
 
@@ -10,7 +11,7 @@ import torch
 
 from ppx.engine.transport.base import Handle, Transport
 
-__all__ = ["Handle", "Transport", "bind_device", "open_transport"]
+__all__ = ["Handle", "Transport", "bind_device"]
 
 
 def bind_device(device: str) -> int | None:
@@ -22,25 +23,3 @@ def bind_device(device: str) -> int | None:
         return None
     torch.cuda.set_device(d.index)
     return d.index
-
-
-def open_transport(
-    kind: str,
-    rank: int,
-    world: int,
-    port: int,
-    num_kinds: int,
-    device: str = "cpu",
-    store=None,
-) -> Transport:
-    """`store`: rendezvous through this c10d store (torchrun's) instead of 127.0.0.1:port."""
-    if kind == "nccl":  # one GPU per rank
-        from ppx.engine.transport.nccl import NcclTransport
-
-        return NcclTransport(rank, world, port, num_kinds, store=store)
-    bind_device(device)  # the gloo path: every rank on the GPU the config names
-    if kind == "gloo":
-        from ppx.engine.transport.gloo import GlooTransport
-
-        return GlooTransport(rank, world, port, store=store)
-    raise ValueError(f"transport {kind!r} is not opened per process (sim runs in ppx.sim)")

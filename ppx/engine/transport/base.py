@@ -16,6 +16,7 @@ Semantics every implementation keeps (the engine depends on them):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import torch
@@ -38,6 +39,15 @@ class Transport:
     # True when a payload isend's wait() returns only once the peer took it (gloo, sim); NCCL's
     # only orders the stream, so the channels wait on the peer's consumed counter instead
     rendezvous_sends: bool = True
+    # True when the payload plane has no tags, only issue order per peer (nccl: one communicator
+    # per pair): the channels then pull a message's payload right after its header, so payloads
+    # are received in the order they were sent whatever kind the consumer asks for first
+    payload_with_header: bool = False
+
+    def payload_device_for(self, peer: int, sending: bool) -> str:
+        """Where a payload to (sending) or from `peer` travels from (nccl: the GPU for the
+        pairs it carries over NCCL, the host for those it sends over gloo)."""
+        return self.payload_device
 
     # -- point to point ------------------------------------------------------------------
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:
@@ -66,6 +76,13 @@ class Transport:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def wait_for(self, pred: Callable[[], bool], label: str) -> None:
+        """Block until `pred()` holds (a condition on shared counters, never on the wire).
+        Polled here; the simulator parks the task on the condition instead, so a wait that
+        can never end is found as a deadlock, not as a clock running to its bound."""
+        while not pred():
+            self.sleep(0.0002)
 
     def close(self) -> None:
         pass

@@ -1,41 +1,41 @@
-"""One GPU per rank: payload tensors over NCCL, headers and collectives over gloo.
+"""One GPU per rank: stage-to-stage payloads over NCCL, everything else over gloo.
 
-Headers (tag 0) stay on the gloo default group, so the channel semantics (FIFO control
-plane, inbox stash, try_recv off the wire) are unchanged. NCCL has no tags, and a payload is
-pulled only by the consumer of its kind, in an order that can differ from the send order
-across kinds; so each kind gets its own NCCL communicator, where order per pair is FIFO.
-
-Two differences from gloo that the engine must not see:
-- A pair's NCCL communicator is created inside its first p2p call on that pair, and that
-  call blocks until the peer makes its own first call. A receiver posts its payload receive
-  only after reading the gloo header, which the sender posts only after the payload send
-  returned: the first payload message would deadlock. So every (kind, pair) communicator is
-  created at start-up, every rank walking the same global order (`warmup_order`).
-- `work.wait()` on an NCCL send only orders the stream; it does not wait for the peer. The
-  gloo rendezvous (a flush waits until the peer took the payload) is restored by the
-  channels, which wait on the peer's consumed counter when `rendezvous_sends` is False.
+The design follows what `python -m ppx.study nccl_semantics` found safe under NCCL's rules
+(sim.semantics=nccl, docs/protocols.md "On NCCL: wedges gloo hides"):
+- One NCCL communicator per neighbour pair, carrying r -> r + 1 only (`pairs.forward_pairs`):
+  pp - 1 communicators. The wraparound's payload (last -> 0: a few int64 token ids) goes over
+  gloo with its header. No pair sends both ways on NCCL, so two ranks can never both sit in a
+  send to each other on one stream-ordered communicator -- the wedge the study found at pp=2
+  with synchronous sends for a communicator carrying both directions (NVIDIA/nccl#479).
+- Created eagerly, every rank walking the same global order (`pairs.forward_pairs`): a pair's
+  communicator is made inside a blocking call both ranks must reach; lazily, inside the first
+  payload isend, the receiver would never get there (it posts its receive only after the
+  header, which follows the isend) and the first message would hang (pytorch#108378).
+- No tags on a communicator (NCCL matches by issue order): the transport says
+  `payload_with_header`, so the channels receive a payload right after its header and
+  payloads leave each communicator in the order they were sent.
+- `work.wait()` on an NCCL send only orders streams; the channels restore gloo's rendezvous
+  by waiting on the peer's consumed counter (`rendezvous_sends = False`). A payload receive
+  waits on the host until its data is there (`is_completed()` is reliable on NCCL, unlike
+  gloo), so a wedge shows as a blocked-on record where the rank is stuck, as on gloo.
+- ppx's watchdog owns every deadline (see `nccl_environment`).
 Not yet run on hardware (no multi-GPU machine was available): see benchmarks/gpu_check.sh.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
+import time
 
 import torch
 import torch.distributed as dist
 
 from ppx.engine.transport.base import Handle
 from ppx.engine.transport.gloo import GlooTransport
+from ppx.engine.transport.pairs import forward_pairs, on_nccl
 
-
-def warmup_order(world: int, tags: list[int]) -> list[tuple[int, int, int]]:
-    """Every (tag, low rank, high rank) communicator, in the one order all ranks walk.
-
-    A rank takes the entries it is part of, in this order. The smallest entry not yet done
-    always has both its ranks free to reach it (everything before it is done), so the walk
-    cannot deadlock -- unlike per-rank orders such as "my next neighbour first", where rank
-    a waits for b on (a, b) while b waits for c on (b, c) and c for a on (c, a)."""
-    return [(tag, a, b) for tag in tags for a in range(world) for b in range(a + 1, world)]
+LAYOUT = "forward"  # pairs.on_nccl: which payloads take NCCL (sim.communicators models it)
 
 
 def local_gpu(rank: int) -> int:
@@ -43,43 +43,87 @@ def local_gpu(rank: int) -> int:
     return int(os.environ.get("LOCAL_RANK", rank))
 
 
+def watchdog_timeout_s(cfg) -> int:
+    """Longer than any run ppx lets live: its watchdog ends a wedge (stall_s) or a run
+    (max_run_s) and tears the ranks down after the post-mortem (shutdown_grace_s) first."""
+    w = cfg.watch
+    return int(w.max_run_s + w.stall_s + w.shutdown_grace_s) + 60
+
+
+def nccl_environment(timeout_s: int) -> dict[str, str]:
+    """What torch's NCCL watchdog must not do to a ppx rank, set before any NCCL group exists
+    (ProcessGroupNCCL reads it at construction; a value the user exported wins):
+    - TORCH_NCCL_ASYNC_ERROR_HANDLING=0: on a timed-out or failed operation the watchdog
+      neither aborts the communicator nor tears the process down (the default, 3, kills the
+      rank: the run would end `crashed`/`dead_peer` instead of `wedged` with ppx's cycle);
+      the supervisor tears every rank down itself, after the post-mortem.
+    - TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: the monitor thread kills a process whose watchdog
+      looks stuck after this long (480 s by default in recent torch); raised to the groups'
+      own timeout, so it too fires only after ppx would have ended the run."""
+    return {
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "0",
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": str(timeout_s),
+    }
+
+
 class NcclTransport(GlooTransport):
     rendezvous_sends = False  # see the module docstring: the channels wait for the peer
+    payload_with_header = True
 
     def __init__(
         self,
         rank: int,
         world: int,
         port: int,
-        num_kinds: int,
         host: str = "127.0.0.1",
         store=None,
+        timeout_s: int = 3600,
     ) -> None:
+        for k, v in nccl_environment(timeout_s).items():
+            os.environ.setdefault(k, v)
         super().__init__(rank, world, port, host, store)
         gpu = local_gpu(rank)
         torch.cuda.set_device(gpu)
         self.payload_device = f"cuda:{gpu}"
-        # every rank creates the groups in the same order (a collective call)
-        tags = list(range(1, num_kinds + 1))
-        self.groups = {tag: dist.new_group(backend="nccl") for tag in tags}
-        self._warm_up(tags)
+        self.groups = self._open_pairs(datetime.timedelta(seconds=timeout_s))
 
-    def _warm_up(self, tags: list[int]) -> None:
-        one = torch.zeros(1, device=self.payload_device)
-        for tag, a, b in warmup_order(self.world, tags):
+    def _open_pairs(self, timeout: datetime.timedelta) -> dict[tuple[int, int], object]:
+        """One communicator per neighbour pair, created in the one global order (a member
+        blocks in it until its peer arrives; `new_group` is called by every rank, members or
+        not, as torch requires). `device_id` makes the creation eager; one exchange per pair,
+        in the same order, covers a torch that still creates the p2p communicator lazily."""
+        device = torch.device(self.payload_device)
+        groups = {}
+        for a, b in forward_pairs(self.world):
+            g = dist.new_group([a, b], timeout=timeout, backend="nccl", device_id=device)
+            if self.rank in (a, b):
+                groups[(a, b)] = g
+        one = self._token()
+        for a, b in forward_pairs(self.world):
             if self.rank == a:
-                dist.send(one, b, group=self.groups[tag])
+                dist.send(one, b, group=groups[(a, b)])
             elif self.rank == b:
-                dist.recv(one, a, group=self.groups[tag])
+                dist.recv(one, a, group=groups[(a, b)])
         torch.cuda.synchronize()
+        return groups
+
+    def _token(self) -> torch.Tensor:
+        return torch.zeros(1, device=self.payload_device)
+
+    def payload_device_for(self, peer: int, sending: bool) -> str:
+        src, dst = (self.rank, peer) if sending else (peer, self.rank)
+        return self.payload_device if on_nccl(LAYOUT, src, dst) else "cpu"
 
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:
-        if tag == 0:
+        if tag == 0 or not on_nccl(LAYOUT, self.rank, dst):
             return super().isend(dst, tag, tensor)
-        return dist.isend(tensor.contiguous(), dst, group=self.groups[tag])
+        return dist.isend(tensor.contiguous(), dst, group=self.groups[(self.rank, dst)])
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
-        if tag == 0:
+        if tag == 0 or not on_nccl(LAYOUT, src, self.rank):
             return super().recv(src, tag, out)
-        dist.recv(out, src, group=self.groups[tag])
+        work = dist.irecv(out, src, group=self.groups[(src, self.rank)])
+        while not work.is_completed():  # NCCL only: never poll a gloo work (base.py)
+            time.sleep(0.0002)
+        work.wait()  # orders the current stream after the receive
         return out

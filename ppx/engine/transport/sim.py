@@ -1,5 +1,8 @@
 """The simulated wire: gloo's semantics, modelled exactly, for ranks in one process.
 
+Under `sim.semantics=nccl` the payload tags (>= 1) follow NCCL's rules instead (sim_nccl.py)
+while the headers (tag 0) and the collectives keep gloo's, as on a GPU; what follows is gloo.
+
 - `isend` posts the tensor on the (src, dst, tag) queue and returns at once; its handle's
   `wait()` returns only after the peer's matching `recv` took the tensor -- an unmatched
   isend never completes, so a flush of a payload nobody pulls blocks, as on gloo.
@@ -13,12 +16,16 @@ Every operation is a scheduling point.
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
 from ppx.engine.transport.base import Transport
+from ppx.engine.transport.sim_nccl import NcclPlane, NcclRules
+from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
 
 
 @dataclass
@@ -37,11 +44,14 @@ class _Collective:
 class SimWire:
     """What every rank's SimTransport of one run shares."""
 
-    def __init__(self, sched, world: int) -> None:
+    def __init__(self, sched, world: int, sim=None) -> None:
+        """`sim`: the `sim` config section (SimCfg); None or semantics=gloo: gloo throughout."""
         self.sched, self.world = sched, world
         self.queues: dict[tuple[int, int, int], deque[_Send]] = defaultdict(deque)
         self.collectives: dict[int, _Collective] = {}
         self.coll_seq = [0] * world
+        nccl = sim is not None and sim.semantics == "nccl"
+        self.nccl = NcclPlane(world, NcclRules.of(sim)) if nccl else None
 
 
 class _Handle:
@@ -57,15 +67,25 @@ class SimTransport(Transport):
     def __init__(self, wire: SimWire, rank: int) -> None:
         self.wire, self.sched = wire, wire.sched
         self.rank, self.world = rank, wire.world
+        self.nccl = NcclEndpoint(wire.nccl, wire.sched, rank) if wire.nccl else None
+        if self.nccl is not None:
+            # an NCCL send's wait() does not wait for the peer: the channels' flush does
+            self.rendezvous_sends = False
+            # one communicator per pair has no tags: payloads must be taken in send order
+            self.payload_with_header = wire.nccl.rules.communicators != "kind"
 
     # -- point to point ------------------------------------------------------------------
-    def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> _Handle:
+    def isend(self, dst: int, tag: int, tensor: torch.Tensor):
+        if tag and self.nccl is not None and self.wire.nccl.carries(self.rank, dst):
+            return self.nccl.isend(dst, tag, tensor.contiguous())
         send = _Send(tensor.contiguous())
         self.wire.queues[(self.rank, dst, tag)].append(send)
         self.sched.point(f"isend to rank{dst} tag {tag}")
         return _Handle(self, send, dst, tag)
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
+        if tag and self.nccl is not None and self.wire.nccl.carries(src, self.rank):
+            return self.nccl.recv(src, tag, out)
         q = self.wire.queues[(src, self.rank, tag)]
         self.sched.wait_until(lambda: bool(q), f"recv from rank{src} tag {tag}")
         send = q.popleft()
@@ -77,6 +97,19 @@ class SimTransport(Transport):
         out.copy_(send.tensor.reshape(out.shape))
         send.taken = True
         return out
+
+    def irecv(self, src: int, tag: int, out: torch.Tensor):
+        """NCCL payload tags only (a group() needs a receive that does not block)."""
+        if not tag or self.nccl is None:
+            raise RuntimeError("sim: irecv exists for NCCL payload tags (sim.semantics=nccl)")
+        return self.nccl.irecv(src, tag, out)
+
+    def group(self):
+        """ncclGroupStart/End around NCCL payload operations; nothing under gloo."""
+        return self.nccl.group() if self.nccl is not None else contextlib.nullcontext()
+
+    def wait_for(self, pred: Callable[[], bool], label: str) -> None:
+        self.sched.wait_until(pred, label)
 
     # -- collectives ---------------------------------------------------------------------
     def _enter(self, op: str, tensor: torch.Tensor) -> _Collective:
