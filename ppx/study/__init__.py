@@ -6,9 +6,10 @@ for tests and notebooks: `load_study`, `check_expectations`, `evaluate`.
 
 from __future__ import annotations
 
+from ppx.study.catalog import load_study
 from ppx.study.cli import Outcome, evaluate, main, run_study
 from ppx.study.expect import Result, check_expectations
-from ppx.study.spec import Study, load_study, parse_study
+from ppx.study.spec import Study, parse_study
 
 __all__ = [
     "Outcome",

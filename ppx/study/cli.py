@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ppx.analysis import load_runs
+from ppx.study.catalog import load_study
 from ppx.study.expect import Result, check_expectations
 from ppx.study.report import (
     add_cell_columns,
@@ -26,7 +27,7 @@ from ppx.study.report import (
     to_markdown,
     write_plots,
 )
-from ppx.study.spec import Cell, Study, load_study
+from ppx.study.spec import Cell, Study
 from ppx.study.sweep import Progress, build_commands, cell_name, cell_of, run_sweep
 
 

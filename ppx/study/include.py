@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from ppx.study.spec import find_study, parse_override
+from ppx.study.paths import find_study
+from ppx.study.spec import parse_override
 
 KEYS = ("cells_from", "variants", "expect_from")
 

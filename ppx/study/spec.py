@@ -8,12 +8,9 @@ expects. Everything here is pure: parsing and expansion, no processes.
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 Cell = dict[str, str]  # override key (as written, minus +/++) -> value string
 
@@ -182,38 +179,3 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
         columns=[norm_key(str(c)) for c in columns],
         path=path,
     )
-
-
-def experiments_dirs(extra: str | os.PathLike | None = None) -> list[Path]:
-    """Where study files are looked up, first hit wins: --experiments, $PPX_EXPERIMENTS,
-    ./experiments, then the repository's experiments/ next to the ppx package."""
-    dirs = [Path(extra)] if extra else []
-    if os.environ.get("PPX_EXPERIMENTS"):
-        dirs.append(Path(os.environ["PPX_EXPERIMENTS"]))
-    dirs.append(Path.cwd() / "experiments")
-    dirs.append(Path(__file__).resolve().parents[2] / "experiments")
-    return dirs
-
-
-def find_study(name: str, experiments: str | os.PathLike | None = None) -> Path:
-    candidate = Path(name)
-    if candidate.suffix in (".yaml", ".yml") and candidate.exists():
-        return candidate
-    tried = []
-    for d in experiments_dirs(experiments):
-        for suffix in (".yaml", ".yml"):
-            path = d / f"{name}{suffix}"
-            tried.append(str(path))
-            if path.exists():
-                return path
-    raise FileNotFoundError(f"no study named {name!r}; looked for: {', '.join(tried)}")
-
-
-def load_study(name: str, experiments: str | os.PathLike | None = None) -> Study:
-    path = find_study(name, experiments)
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: a study file must be a mapping")
-    from ppx.study.include import resolve  # cells_from / variants / expect_from
-
-    return parse_study(resolve(data, experiments), name=path.stem, path=path)

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from ppx.study.catalog import load_study
 from ppx.study.expect import check_expectations
 from ppx.study.include import resolve
-from ppx.study.spec import load_study, parse_study
+from ppx.study.spec import parse_study
 
 GALLERY = {
     "question": "g",
