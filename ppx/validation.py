@@ -84,6 +84,11 @@ def validate(cfg: DictConfig) -> DictConfig:
 
         if not torch.cuda.is_available():
             raise ConfigError(f"device={merged.device}: CUDA is not available on this machine")
+    if merged.engine.kernels.name == "triton" and str(merged.device) == "cpu":
+        from ppx.engine.kernels.registry import interpreter_problem
+
+        if (why := interpreter_problem()) is not None:
+            raise ConfigError(f"engine/kernels=triton on device=cpu (the interpreter): {why}")
     pms = merged.engine.kv.prefetch_ms
     if pms is not None and len(pms) != pp:
         raise ConfigError(f"engine.kv.prefetch_ms has {len(pms)} entries for pp={pp}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,6 +89,8 @@ def _triton_kernels(mode: str) -> Kernels:
             f"another device) need a fresh process"
         )
     _check_triton_library(mode)
+    if mode == "interpret" and (why := interpreter_problem()) is not None:
+        raise RuntimeError(why)
     os.environ["TRITON_INTERPRET"] = _SET_BY_US[0] = "1" if mode == "interpret" else "0"
     from ppx.engine.kernels import (
         triton_attention,
@@ -121,6 +124,32 @@ def _check_triton_library(mode: str) -> None:
             f"TRITON_INTERPRET=1 before ppx asked for {mode} kernels; set TRITON_INTERPRET "
             "before the first triton import, or use a fresh process"
         )
+
+
+# triton's interpreter before 3.7 keeps a program id as a one-element array, so a loop bound
+# loaded through it (every kernel here reads its request's length from memory) fails in
+# `range()` with "only 0-dimensional arrays can be converted to Python scalars" (seen on a GPU
+# image's triton 3.6.0; 3.7.1, 3.8.0 and 3.9.0 run the kernel tests). Compiled kernels are not
+# affected, and torch pins its own triton, so this is refused by name, not installed over.
+INTERPRETER_MIN = (3, 7)
+
+
+def interpreter_problem() -> str | None:
+    """Why triton's interpreter cannot run ppx's kernels on this machine, or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        have = version("triton")
+    except PackageNotFoundError:
+        return "triton is not installed (the dev extra: pip install -e '.[dev]')"
+    if tuple(int(x) for x in re.findall(r"\d+", have)[:2]) < INTERPRETER_MIN:
+        need = ".".join(map(str, INTERPRETER_MIN))
+        return (
+            f"triton {have}'s interpreter cannot run ppx's kernels (a loop bound read from "
+            f"memory through a program id); triton >= {need} interprets them, and compiled "
+            "kernels on a GPU are unaffected"
+        )
+    return None
 
 
 _CACHE: dict[tuple[str, str], Kernels] = {}
