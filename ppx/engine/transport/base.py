@@ -16,6 +16,7 @@ Semantics every implementation keeps (the engine depends on them):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import torch
@@ -66,6 +67,19 @@ class Transport:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def wait_for(
+        self, pred: Callable[[], bool], label: str, deadline: float | None = None,
+        poll_s: float = 0.0005,
+    ) -> bool:  # fmt: skip
+        """Until `pred()` holds (True) or this clock passes `deadline` (False). The engine
+        waits this way only on shared-memory counters, never on the wire; a wall-clock
+        transport polls them every `poll_s`, the simulator waits once, on the condition."""
+        while not pred():
+            if deadline is not None and self.now() > deadline:
+                return False
+            self.sleep(poll_s)
+        return True
 
     def close(self) -> None:
         pass

@@ -7,8 +7,13 @@
 - a collective completes when every member has entered it (the k-th collective of each
   rank is the same operation, or the run fails as gloo would); the result is computed in
   rank order, so it is identical everywhere and from run to run.
-- the clock is the scheduler's virtual time.
-Every operation is a scheduling point.
+- the clock is the scheduler's virtual time; `wait_for` (the readiness contract's wait) is
+  one scheduling point on the condition, not a poll.
+Every operation that can block is a scheduling point; an isend is not (it never blocks, and
+what it does is seen by the peer only through the queue, at the peer's own next point).
+Each operation names the shared object it uses (footprint keys, for the dfs reduction): the
+queue (src, dst, tag), the k-th collective, and `("hdr", dst)` for the header queues into
+`dst` that the readiness evidence (the peer's sent counter, bumped with every header) reads.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ppx.engine.transport.base import Transport
+from ppx.sim.scheduler import CLOCK
 
 
 @dataclass
@@ -47,10 +53,16 @@ class SimWire:
 class _Handle:
     def __init__(self, t: SimTransport, send: _Send, dst: int, tag: int) -> None:
         self.t, self.send, self.dst, self.tag = t, send, dst, tag
+        self.key = ("q", t.rank, dst, tag)
 
     def wait(self) -> None:
         s = self.send
-        self.t.sched.wait_until(lambda: s.taken, f"wait isend to rank{self.dst} tag {self.tag}")
+        if s.taken:  # taken already: nothing to wait for, no scheduling point
+            self.t.sched.touch(self.key, False)
+            return
+        self.t.sched.wait_until(
+            lambda: s.taken, f"wait isend to rank{self.dst} tag {self.tag}", reads=(self.key,)
+        )
 
 
 class SimTransport(Transport):
@@ -62,12 +74,20 @@ class SimTransport(Transport):
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> _Handle:
         send = _Send(tensor.contiguous())
         self.wire.queues[(self.rank, dst, tag)].append(send)
-        self.sched.point(f"isend to rank{dst} tag {tag}")
-        return _Handle(self, send, dst, tag)
+        h = _Handle(self, send, dst, tag)
+        self.sched.touch(h.key, True)
+        if tag == 0:  # a header: the peer's readiness evidence moved with it
+            self.sched.touch(("hdr", dst), True)
+        return h
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
+        key = ("q", src, self.rank, tag)
         q = self.wire.queues[(src, self.rank, tag)]
-        self.sched.wait_until(lambda: bool(q), f"recv from rank{src} tag {tag}")
+        if q:
+            self.sched.touch(key, True)
+        else:
+            self.sched.wait_until(lambda: bool(q), f"recv from rank{src} tag {tag}", reads=(key,))
+        self.sched.touch(key, True)
         send = q.popleft()
         if send.tensor.numel() != out.numel():
             raise RuntimeError(
@@ -89,7 +109,12 @@ class SimTransport(Transport):
                 f"sim: collective #{seq} is {c.op} on one rank and {op} on rank{self.rank}"
             )
         c.parts[self.rank] = tensor.detach().clone()
-        self.sched.wait_until(lambda: len(c.parts) == w.world, f"{op} (collective #{seq})")
+        key = ("coll", seq)
+        self.sched.touch(key, True)
+        self.sched.wait_until(
+            lambda: len(c.parts) == w.world, f"{op} (collective #{seq})", reads=(key,)
+        )
+        self.sched.touch(key, True)
         c.left += 1
         if c.left == w.world:
             del w.collectives[seq]
@@ -117,7 +142,28 @@ class SimTransport(Transport):
 
     # -- the clock -----------------------------------------------------------------------
     def now(self) -> float:
-        return self.sched.now
+        return self.sched.clock()
 
     def sleep(self, seconds: float) -> None:
         self.sched.sleep(seconds, f"sleep {seconds:g}s")
+
+    def wait_for(
+        self, pred, label: str, deadline: float | None = None, poll_s: float = 0.0
+    ) -> bool:
+        """One scheduling point: resume when `pred` holds or the clock passes `deadline`.
+        The conditions the engine waits on read the peers' counters, which move with the
+        headers sent to this rank (footprint `("hdr", rank)`)."""
+        keys = (("hdr", self.rank),)
+        for k in keys:
+            self.sched.touch(k, False)
+        if pred():
+            return True
+        sched = self.sched
+        if deadline is None:
+            sched.wait_until(pred, label, reads=keys)
+        else:
+            sched.clock()
+            sched.wait_until(
+                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, CLOCK)
+            )
+        return pred()
