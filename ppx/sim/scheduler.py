@@ -34,6 +34,7 @@ from ppx.engine.transport.base import Abandoned as TaskKilled  # unwinds a parke
 CLOCK = ("clock",)
 DONE = ("done",)  # a task ended (the frontend's shutdown condition reads it)
 CLOCKS = ("step", "idle")
+READ, WRITE, ADVANCE = 0, 1, 2  # how a step used a shared object (footprint modes)
 
 
 class ReplayMismatch(Exception):
@@ -74,8 +75,6 @@ class Scheduler:
         self.tasks: list[Task] = []
         self.kills: dict[int, float] = {}  # tid -> virtual time of its death
         self.choices: list[tuple[int, int]] = []  # (chosen tid, ready mask) where >1 could run
-        self.ran_before: list[int] = []  # per choice point, the task of the step before it
-        self.last_tid = -1  # the task of the last step (a preemption switches away from it)
         self.mismatch: str | None = None
         self.fp: dict | None = None  # the running step's footprint: key -> written
         self._main: greenlet.greenlet | None = None
@@ -116,11 +115,14 @@ class Scheduler:
     def running_tid(self) -> int | None:
         return self._current.tid if self._current is not None else None
 
-    def touch(self, key: tuple, write: bool) -> None:
-        """The running step used a shared object (only recorded with footprints on)."""
+    def touch(self, key: tuple, write: int) -> None:
+        """The running step used a shared object (only recorded with footprints on):
+        READ or WRITE (a bool), or ADVANCE (the clock: advances commute with each other)."""
         fp = self.fp
         if fp is not None:
-            fp[key] = fp.get(key, False) or write
+            mode = int(write)
+            old = fp.get(key, mode)
+            fp[key] = mode if old == mode else WRITE  # read and written: a write
 
     def clock(self) -> float:
         """The virtual time, read by a task (a footprint read of the clock)."""
@@ -140,6 +142,11 @@ class Scheduler:
         t = self.current
         if self._ending or t.killed:
             raise TaskKilled
+        if self.fp is not None:
+            # parking is an observation: this step saw the condition false (a peer's step
+            # that would have made it true runs differently before or after this one)
+            for key in reads:
+                self.touch(key, READ)
         t.pred, t.label, t.wake_at, t.reads = pred, label, wake_at, reads
         self._main.switch()
         if self._ending or t.killed:
@@ -210,7 +217,6 @@ class Scheduler:
                     return "pruned"
                 if len(ready) > 1:
                     self.choices.append((tid, sum(1 << r for r in tids)))
-                    self.ran_before.append(self.last_tid)
                 t = self.tasks[tid]
             self.steps += 1
             if not idle:
@@ -221,13 +227,14 @@ class Scheduler:
 
     def _step(self, t: Task) -> None:
         if self.footprints:
-            self.fp = dict.fromkeys(t.reads, False)
+            self.fp = dict.fromkeys(t.reads, READ)
             if not self.idle_clock:
-                self.fp[CLOCK] = True  # this step moved the clock
+                # this step moved the clock: it races with every step that reads it, not
+                # with another step that only moves it (advances commute)
+                self.touch(CLOCK, ADVANCE)
         self._current = t
         t.glet.switch()
         self._current = None
-        self.last_tid = t.tid
         if self.fp is not None:
             fp, self.fp = self.fp, None
             self.strategy.after_step(t.tid, fp)

@@ -78,7 +78,7 @@ class SimBoard(Board):
 
     def sent(self, rank: int):
         tid = self.sched.running_tid
-        if tid is not None:
+        if tid is not None and tid != rank:  # a peer's counters (a rank's own: its writes)
             self.sched.touch(("hdr", tid), False)
         return super().sent(rank)
 

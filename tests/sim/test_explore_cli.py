@@ -34,17 +34,22 @@ def test_explore_writes_table_summary_and_a_replayable_failure(tmp_path):
     table = pd.read_parquet(out / "explore.parquet")
     assert list(table.columns) == [
         "schedule",
+        "strategy",
         "verdict",
         "reason",
         "cycle",
         "tokens",
         "served",
+        "tokens_checked",
         "steps",
         "virtual_s",
     ]
     assert len(table) == 6 and set(table["verdict"]) == {"wedged"}
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["frac_wedged"] == 1.0 and summary["explored"] == 6
+    assert summary["frac_wedged"] == 1.0 and summary["explored"] == summary["schedules"] == 6
+    assert summary["verdicts"] == {"wedged": 6} and summary["schedules_per_s"] > 0
+    # one saved (shrunk) schedule per distinct cycle, in the order they were first met
+    assert list(summary["failures"]) == [f"wedged: {c}" for c in table["cycle"].unique()]
     replay = next(line for line in proc.stdout.splitlines() if "replay: " in line)
     cmd = shlex.split(replay.split("replay: ", 1)[1])
     assert cmd[:3] == ["python", "-m", "ppx.run"]
