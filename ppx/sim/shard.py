@@ -86,6 +86,21 @@ class Plan:
                 yield i, name, RandomStrategy(self.seed0 + i), self.seed0 + i
 
 
+def run_plan(plan: Plan, runner: Runner):
+    """(index, member, seed, result) per schedule of the plan; a dfs run the reduction cut
+    is no schedule: the walk goes on to the next one."""
+    for index, name, strategy, seed in plan.schedules():
+        res = runner.run(strategy)
+        if name == "dfs":
+            plan.walker.record(blocked=res is None)
+            while res is None and not plan.walker.exhausted:
+                res = runner.run(plan.walker.strategy())
+                plan.walker.record(blocked=res is None)
+            if res is None:
+                continue
+        yield index, name, seed, res
+
+
 def run_shard(cfg, shard: int, shards: int, echo=print, log=None) -> ShardResult:
     x = cfg.explore
     t0 = time.time()
@@ -96,16 +111,7 @@ def run_shard(cfg, shard: int, shards: int, echo=print, log=None) -> ShardResult
     tag = f"worker {shard}/{shards}: " if shards > 1 else ""
     owned = len(range(shard, int(x.schedules), shards))
     counts: Counter[str] = Counter()
-    for index, name, strategy, seed in plan.schedules():
-        res = runner.run(strategy)
-        if name == "dfs":
-            plan.walker.record(blocked=res is None)
-            while res is None and not plan.walker.exhausted:  # cut runs are no schedule
-                strategy = plan.walker.strategy()
-                res = runner.run(strategy)
-                plan.walker.record(blocked=res is None)
-            if res is None:
-                continue
+    for index, name, seed, res in run_plan(plan, runner):
         out.rows.append({"schedule": index, "strategy": name, **res.row})
         if res.verdict != "served" and res.key not in out.failures:
             s = shrink(runner, res, budget) if budget > 0 else None
