@@ -25,8 +25,15 @@ from ppx.sim.shard import run_shard
 VERDICTS = ("served", "wedged", "livelocked", "stopped", "crashed", "timeout", "dead_peer")
 
 
+# explore keys that shape a run (kept in a replay command); the rest choose the schedules
+RUN_KEYS = ("explore.clock=", "explore.step_us=", "explore.max_steps=")
+
+
 def replay_command(overrides: list[str], path: str, config_name: str = "config") -> str:
-    kept = [o for o in overrides if not o.startswith(("explore.", "hydra.", "hydra/"))]
+    kept = [
+        o for o in overrides
+        if o.startswith(RUN_KEYS) or not o.startswith(("explore.", "hydra.", "hydra/"))
+    ]  # fmt: skip
     if not any(o.startswith("engine.transport=") for o in kept):
         kept.append("engine.transport=sim")
     head = ["python -m ppx.run"]

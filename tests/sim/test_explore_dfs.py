@@ -70,3 +70,26 @@ def test_dfs_shards_walk_the_same_tree_as_one_worker(tmp_path):
     assert one.exhausted and two.exhausted
     assert two.covered == one.covered and outcomes(two) == outcomes(one)
     assert sorted(two.table["schedule"]) == list(range(len(two.table)))
+
+
+def test_a_schedule_found_on_the_idle_clock_replays_with_its_printed_command(tmp_path):
+    import shlex
+
+    import pytest
+    from explore_helpers import replay
+
+    from ppx.config import ConfigError
+    from ppx.sim.explore import replay_command
+
+    lap = [*SMALL_DFS, "engine/ordering=blocking_lap", "explore.bound=6", ALL]
+    ex = explore_in(tmp_path / "ex", *lap)
+    ((key, path),) = ex.paths.items()
+    cmd = shlex.split(replay_command(lap, path, "explorer"))
+    assert cmd[:5] == ["python", "-m", "ppx.run", "--config-name", "explorer"]
+    assert "explore.clock=idle" in cmd  # the clock shapes the run: the replay keeps it
+    s = replay(tmp_path / "run", [c for c in cmd[5:] if not c.startswith("explore.replay=")], path)
+    assert s["verdict"] == "wedged" and key == f"wedged: {s['cycle']}"
+    # red: the same schedule on the step clock is another config, refused before it runs
+    with pytest.raises(ConfigError, match="recorded for another config"):
+        same = [c for c in cmd[5:] if not c.startswith(("explore.replay=", "explore.clock="))]
+        replay(tmp_path / "step", same, path)
