@@ -19,6 +19,8 @@ Values stay below 2^24 (`MOD`) so the float32 KV pool holds them exactly.
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import torch
 
 from ppx.core import ForwardInputs
@@ -45,16 +47,15 @@ def _compose(mix: list[list[int]], first: int, last: int) -> tuple[int, int, int
     return a, b, c
 
 
-def _hashes(seqs: list[list[int]], w: list[int]) -> list[list[int]]:
-    """Per sequence, the running hash of its values: h[p] = sum over j <= p of
-    (vals[j] + 1) * w[j] mod MOD (position-weighted: a permutation changes it)."""
-    out = []
-    for vals in seqs:
-        acc, hs = 0, []
-        for x, wj in zip(vals, w, strict=False):
-            acc = (acc + (x + 1) * wj) % MOD
-            hs.append(acc)
-        out.append(hs)
+def _hashes(vals: list[float], lens: list[int], w: list[int]) -> list[list[int]]:
+    """Per sequence (`vals` holds them back to back, `lens` long), the running hash of its
+    values: h[p] = sum over j <= p of (vals[j] + 1) * w[j] mod MOD (position-weighted, so a
+    permutation changes it)."""
+    out, i = [], 0
+    for n in lens:
+        terms = [(int(x) + 1) * wj for x, wj in zip(vals[i : i + n], w)]  # noqa: B905
+        out.append([h % MOD for h in accumulate(terms)])
+        i += n
     return out
 
 
@@ -111,11 +112,11 @@ class HashStage:
         k[loc] = torch.tensor(ids, dtype=k.dtype)  # written first: a token reads its own id
         flat = [s for row in rows for s in row]
         where = torch.tensor(flat, dtype=torch.int64)
-        g_rows = _hashes(_split(k[where].tolist(), kv_lens), self.w1)
+        g_rows = _hashes(k[where].tolist(), kv_lens, self.w1)
         pos = fi.positions.tolist()
         new = [(b, p) for b in range(len(kv_lens)) for p in pos[qo[b] : qo[b + 1]]]
         v[loc] = torch.tensor([g_rows[b][p] for b, p in new], dtype=v.dtype)
-        f_rows = _hashes(_split(v[where].tolist(), kv_lens), self.w2)
+        f_rows = _hashes(v[where].tolist(), kv_lens, self.w2)
         f = [f_rows[b][p] for b, p in new]
         if self.tp_size > 1:  # every shard's own KV counts: mean of the ranks' hashes
             total = self.all_reduce(torch.tensor(f, dtype=torch.int64)).tolist()
@@ -126,14 +127,6 @@ class HashStage:
             vocab = self.d.vocab
             return torch.tensor([acc[i] % vocab for i in fi.sample_rows.tolist()])
         return torch.tensor([ids, acc], dtype=torch.int64).T.contiguous()
-
-
-def _split(vals: list[float], lens: list[int]) -> list[list[int]]:
-    out, i = [], 0
-    for n in lens:
-        out.append([int(x) for x in vals[i : i + n]])
-        i += n
-    return out
 
 
 class HashReference:
