@@ -1,18 +1,18 @@
 """`model=hash`: a protocol-speed model whose tokens still depend on every rank's KV mapping.
 
-A stage writes each new token's id into its KV pool (k) at the token's slot, reads the
-request's prefix back through `req_to_token` (the same CSR indices the attention kernels
-use), and stores in v a position-weighted hash of the ids it read: what a real layer's KV
-is, a function of the whole prefix, not of the token alone. The stage's output for a token
-mixes a second hash, of the v values read back through the same mapping, into an
-accumulator that travels to the next stage on the proxy ([T, 2] int64: token id,
-accumulator; T rows like the real hidden states, so the width and fingerprint checks see
+A stage writes each new token's id into its KV pool (k) at the token's slot and, in v, the
+token's prefix hash g (a position-weighted hash of the ids so far: what a real layer's KV is,
+a function of the whole prefix, not of the token alone), chained from the g it reads back at
+the previous position's slot through `req_to_token`. It then reads the request's whole prefix
+back through the same mapping, (k, v) at every slot, and mixes a position-weighted hash of
+them into an accumulator that travels to the next stage on the proxy ([T, 2] int64: token
+id, accumulator; T rows like the real hidden states, so the width and fingerprint checks see
 what they always see). The last stage samples `accumulator mod vocab`.
 
-So a slot read through a wrong row, a stale slot (another token, or the same token with
-another history), a permuted row or a row of another request changes the token; and the
-next token is a pure function of the sequence, whatever pp, TP phase or batch, so the
-single-process reference (one-hot logits) is what the oracle checks it against.
+So a slot read through a wrong row, a stale slot (another id, or the same id with another
+history), a permuted row or a row of another request changes the token; and the next token
+is a pure function of the sequence, whatever pp, TP phase or batch, so the single-process
+reference (one-hot logits) is what the oracle checks it against.
 
 Values stay below 2^24 (`MOD`) so the float32 KV pool holds them exactly.
 """
@@ -47,16 +47,15 @@ def _compose(mix: list[list[int]], first: int, last: int) -> tuple[int, int, int
     return a, b, c
 
 
-def _hashes(vals: list[float], lens: list[int], w: list[int]) -> list[list[int]]:
-    """Per sequence (`vals` holds them back to back, `lens` long), the running hash of its
-    values: h[p] = sum over j <= p of (vals[j] + 1) * w[j] mod MOD (position-weighted, so a
-    permutation changes it)."""
-    out, i = [], 0
-    for n in lens:
-        terms = [(int(x) + 1) * wj for x, wj in zip(vals[i : i + n], w)]  # noqa: B905
-        out.append([h % MOD for h in accumulate(terms)])
-        i += n
-    return out
+def _read_hash(ks: list[float], vs: list[float], w: list[int]) -> list[int]:
+    """The running hash of a prefix read back as (id, prefix hash) per slot: h[p] = sum over
+    j <= p of (v[j] + ID * k[j] + 1) * w[j] mod MOD (position-weighted: a permutation, an
+    id or a history that differs at any slot changes it)."""
+    terms = [(int(g) + ID * int(t) + 1) * wj for t, g, wj in zip(ks, vs, w)]  # noqa: B905
+    return [h % MOD for h in accumulate(terms)]
+
+
+ID = 1 << 24  # keeps a slot's id and its prefix hash apart in the read hash
 
 
 class HashStage:
@@ -105,19 +104,32 @@ class HashStage:
         else:
             ids, acc = fi.hidden.T.tolist()
         k, v = k_pool[0][:, 0, 0], v_pool[0][:, 0, 0]
-        qo = fi.qo_indptr.tolist()
-        kv_lens = [p + qo[b + 1] - qo[b] for b, p in enumerate(fi.prefix_lens.tolist())]
-        rows = [req_to_token[r, :n].tolist() for r, n in zip(fi.req_rows.tolist(), kv_lens)]
+        qo, pos = fi.qo_indptr.tolist(), fi.positions.tolist()
+        prefix = fi.prefix_lens.tolist()
+        rows = [
+            req_to_token[r, : p + qo[b + 1] - qo[b]].tolist()
+            for b, (r, p) in enumerate(zip(fi.req_rows.tolist(), prefix, strict=True))
+        ]
         loc = fi.out_cache_loc
-        k[loc] = torch.tensor(ids, dtype=k.dtype)  # written first: a token reads its own id
-        flat = [s for row in rows for s in row]
-        where = torch.tensor(flat, dtype=torch.int64)
-        g_rows = _hashes(k[where].tolist(), kv_lens, self.w1)
-        pos = fi.positions.tolist()
-        new = [(b, p) for b in range(len(kv_lens)) for p in pos[qo[b] : qo[b + 1]]]
-        v[loc] = torch.tensor([g_rows[b][p] for b, p in new], dtype=v.dtype)
-        f_rows = _hashes(v[where].tolist(), kv_lens, self.w2)
-        f = [f_rows[b][p] for b, p in new]
+        k[loc] = torch.tensor(ids, dtype=k.dtype)
+        # each chunk's prefix hash chains from the one stored at the slot before it (read
+        # through the mapping: a stale or foreign slot there changes every g after it)
+        before = [row[p - 1] for row, p in zip(rows, prefix, strict=True) if p > 0]
+        stored = iter(v[torch.tensor(before, dtype=torch.int64)].tolist() if before else [])
+        g = []
+        for b, p in enumerate(prefix):
+            h = int(next(stored)) if p > 0 else 0
+            for i in range(qo[b], qo[b + 1]):
+                h = (h + (ids[i] + 1) * self.w1[pos[i]]) % MOD
+                g.append(h)
+        v[loc] = torch.tensor(g, dtype=v.dtype)
+        where = torch.tensor([s for row in rows for s in row], dtype=torch.int64)
+        ks, vs = k[where].tolist(), v[where].tolist()
+        f, at = [], 0
+        for b, row in enumerate(rows):
+            h = _read_hash(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
+            f += [h[pos[i]] for i in range(qo[b], qo[b + 1])]
+            at += len(row)
         if self.tp_size > 1:  # every shard's own KV counts: mean of the ranks' hashes
             total = self.all_reduce(torch.tensor(f, dtype=torch.int64)).tolist()
             f = [x % MOD * self.inv_tp % MOD for x in total]
@@ -135,16 +147,17 @@ class HashReference:
 
     def __init__(self, d: Dims, seed: int, max_context: int) -> None:
         self.d = d
-        mix, self.w1, self.w2 = _coeffs(seed, d.layers, max_context)
+        mix, w1, w2 = _coeffs(seed, d.layers, max_context)
+        self.w1, self.w2 = w1.tolist(), w2.tolist()
         self.affine = _compose(mix, 0, d.layers)
 
     def next_ids(self, tokens: list[int]) -> torch.Tensor:
-        t = torch.tensor(tokens, dtype=torch.int64)
-        n = t.numel()
-        g = torch.cumsum((t + 1) * self.w1[:n] % MOD, 0) % MOD
-        f = torch.cumsum((g + 1) * self.w2[:n] % MOD, 0) % MOD
+        terms = [(t + 1) * w for t, w in zip(tokens, self.w1)]  # noqa: B905
+        g = [h % MOD for h in accumulate(terms)]
+        f = _read_hash(tokens, g, self.w2)
         a, b, c = self.affine
-        return (t * a + f * b + c) % MOD % self.d.vocab
+        vocab = self.d.vocab
+        return torch.tensor([(t * a + x * b + c) % MOD % vocab for t, x in zip(tokens, f)])
 
     def logits(self, tokens: list[int]) -> torch.Tensor:
         """Logits [L, V] for every position of one sequence (teacher forcing)."""
