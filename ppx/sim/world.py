@@ -85,8 +85,8 @@ class SimBoard(Board):
 
 def make_strategy(x, num_tasks: int):
     """The strategy of one run from the `explore` config (dfs runs come from ppx.explore)."""
-    if x.strategy == "pct":
-        return PctStrategy(int(x.seed), int(x.depth), num_tasks, int(x.horizon))
+    if x.strategy == "pct":  # horizon 0 is the explorer's calibration: a run has none
+        return PctStrategy(int(x.seed), int(x.depth), num_tasks, int(x.horizon) or 20000)
     if x.strategy == "replay" or x.replay:
         from ppx.sim.schedule import load
 
