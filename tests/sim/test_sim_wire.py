@@ -243,3 +243,31 @@ def test_readiness_without_evidence_stops_at_its_budget():
     assert sched.run() == "done"
     assert errors and errors[0].startswith("readiness: rank1 waited 2.0s for chain")
     assert sched.steps < 12, sched.steps
+
+
+def stamps_on(clock: str) -> list[float]:
+    """rank 0 sends 20 messages rank 1 takes, then sleeps 0.5 s: its clock after each."""
+    sched = Scheduler(RandomStrategy(0), 1e-3, 100_000, 1e6, clock)
+    wire = SimWire(sched, 2)
+    t0, t1 = SimTransport(wire, 0), SimTransport(wire, 1)
+    stamps = []
+
+    def ping():
+        for i in range(20):
+            t0.isend(1, 0, torch.tensor([i])).wait()
+            stamps.append(t0.now())
+        t0.sleep(0.5)
+        stamps.append(t0.now())
+
+    sched.spawn("rank0", ping)
+    sched.spawn("rank1", lambda: [t1.recv(0, 0, torch.zeros(1)) for _ in range(20)])
+    assert sched.run() == "done"
+    return stamps
+
+
+def test_the_idle_clock_moves_only_when_no_task_can_run():
+    """explore.clock=idle: steps take no virtual time, sleeps still land on time; on the
+    step clock (the red arm here) every step moves it."""
+    idle, step = stamps_on("idle"), stamps_on("step")
+    assert idle[:-1] == [0.0] * 20 and idle[-1] == 0.5
+    assert step[19] > 0.02 and step[-1] > 0.52
