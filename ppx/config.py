@@ -212,12 +212,21 @@ class ExploreCfg:
     seed: int = 0  # the schedule seed (schedule i of an exploration uses seed + i)
     schedules: int = 100  # how many schedules `ppx.explore` runs
     depth: int = 3  # pct: the bug depth d
-    horizon: int = 20000  # pct: choice points over which change points are drawn
-    bound: int = 0  # dfs: branch only at the first `bound` choice points (required, > 0)
+    depth_cycle: bool = True  # pct: schedule i runs at depth 1 + i mod d (else d)
+    horizon: int = 0  # pct: choice points the change points are drawn over (0: one run's)
+    bound: int = 0  # dfs: branch only within the first `bound` steps (0: no step bound)
+    delays: int | None = None  # dfs: at most this many choices of a higher runnable task
+    reduce: str = "sleep"  # dfs: sleep (sleep sets over step footprints) | none
+    portfolio: list[str] = field(default_factory=lambda: ["random", "pct"])  # its members
     replay: str | None = None  # a schedule.txt to replay (strategy replay)
     step_us: float = 1000.0  # virtual time one scheduling step takes (a pp=3 pass: ~30 ms)
+    clock: str = "step"  # step (time moves every step) | idle (only when no task can run)
     max_steps: int = 2_000_000  # a run longer than this ends `timeout`
     batch: int = 25  # ppx.explore: one progress line per this many schedules
+    shrink: int = 200  # runs spent shrinking each failure found (0: save it as found)
+    workers: int = 1  # ppx.explore: local processes the schedules are sharded over
+    shard: int = 0  # a launcher job's shard (of `shards`): python -m ppx.explore -m ...
+    shards: int = 1
 
 
 @dataclass

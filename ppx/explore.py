@@ -1,16 +1,19 @@
 """Entry point: `python -m ppx.explore +exp=... explore.strategy=pct explore.schedules=500`.
 
-Same config tree as `python -m ppx.run` (the run always uses the sim transport); writes
-`explore.parquet` (schedule, verdict, reason, cycle, tokens, served, steps, virtual_s),
-`summary.json` (fractions per verdict) and `failures/<n>/schedule.txt` for the first failure
-of each distinct verdict / cycle, with the command that replays it.
+Same config tree as `python -m ppx.run`, from conf/explorer.yaml: the hash model and a small
+load by default (the run always uses the sim transport). Writes `explore.parquet` (a row per
+schedule), `summary.json` (schedules, wall_s, schedules_per_s, verdicts, tokens_checked,
+failures, fractions per verdict) and, for the first failure of each distinct verdict /
+cycle, `failures/<n>/schedule.txt` (shrunk) and `original.txt`, with the command that
+replays it. `explore.workers=N` fans the schedules out over N local processes; a Hydra
+multirun over `explore.shard` (with `explore.shards`) runs them as launcher jobs and merges.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+import time
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -21,7 +24,7 @@ from ppx.engine.transport.registry import SIM
 from ppx.validation import validate
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base=None)
+@hydra.main(config_path="../conf", config_name="explorer", version_base=None)
 def main(cfg: DictConfig) -> None:
     with open_dict(cfg):
         cfg.engine.transport = SIM  # the explorer only runs the simulator
@@ -32,20 +35,34 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as e:
         print(f"ppx: config error: {e}", file=sys.stderr)
         sys.exit(2)
-    from ppx.sim.explore import explore, summary_of
+    from ppx.sim.explore import explore, summary_of, write_summary
+    from ppx.sim.schedule import config_hash
 
     hc = HydraConfig.get()
     out_dir = hc.runtime.output_dir
-    os.makedirs(out_dir, exist_ok=True)
     overrides = list(hc.overrides.task)
-    ex = explore(cfg, out_dir, overrides)
-    ex.table.to_parquet(os.path.join(out_dir, "explore.parquet"), index=False)
+    t_start = time.time()
+    ex = explore(cfg, out_dir, overrides, config_name=hc.job.config_name)
     s = summary_of(ex, cfg, hc.runtime.choices.get("exp"))
-    with open(os.path.join(out_dir, "summary.json"), "w") as f:
-        json.dump(s, f, indent=1, default=str)
+    # what a launcher's merge needs from each job (fanout.MergeShards)
+    s |= {
+        "shard": int(cfg.explore.shard),
+        "overrides": overrides,
+        "config_name": hc.job.config_name,
+        "config_hash": config_hash(cfg),
+        "t_start": t_start,
+        "t_end": time.time(),
+    }
+    write_summary(os.path.join(out_dir, "summary.json"), s)
     line = f"ppx.explore: {s['reason']} in {s['wall_s']}s ({s['schedules_per_s']} schedules/s)"
-    if s["dfs_exhausted"] is not None:
-        line += f"; dfs covered {s['dfs_covered']} schedules, tree exhausted={s['dfs_exhausted']}"
+    line += f"; {s['tokens_checked']} tokens checked by the oracle"
+    if ex.dfs is not None:
+        d = ex.dfs
+        line += (
+            f"; dfs: {d['runs']} schedules run, {d['blocked'] + d['skipped']} pruned "
+            f"({d['blocked']} cut runs, {d['skipped']} sleeping choices), "
+            f"tree exhausted={d['exhausted']}"
+        )
     print(line + f"\nppx.explore: table {os.path.join(out_dir, 'explore.parquet')}", flush=True)
 
 

@@ -173,10 +173,9 @@ def validate_explore(merged: DictConfig) -> None:
     x = merged.explore
     if x.strategy not in STRATEGIES:
         raise ConfigError(f"explore.strategy={x.strategy!r}: {' | '.join(STRATEGIES)}")
-    if x.strategy == "dfs" and x.bound <= 0:
-        raise ConfigError("explore.strategy=dfs needs a bound: explore.bound=N (choice points)")
-    if x.strategy == "pct" and x.depth < 1:
-        raise ConfigError(f"explore.depth={x.depth}: pct needs a bug depth >= 1")
+    from ppx.sim.explore_checks import check_explore
+
+    check_explore(x)
     if x.schedules <= 0 or x.step_us <= 0 or x.max_steps <= 0:
         raise ConfigError(
             "explore.schedules, explore.step_us and explore.max_steps must be positive"

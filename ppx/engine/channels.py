@@ -141,6 +141,7 @@ class Channels:
         self.t.wait_for(
             lambda: self.board.peer_consumed(dst, kind) > seq,
             f"flush: rank{dst} to consume {Kind(kind).label} seq={seq}",
+            poll_s=0.0002,
         )
 
     def _read_header(self, src: int) -> tuple[Message, list]:
@@ -200,20 +201,21 @@ class Channels:
     def _await_evidence(self, src: int, kind: Kind, slot: int, pass_id: int, seq: int) -> None:
         """The readiness contract: before a blocking receive, positive evidence that `src`
         posted it (its sent counter moved past what we consumed, or the inbox holds it).
-        Polls shared counters, never the gloo wire; an exhausted budget is a named stop
+        Reads shared counters, never the gloo wire; an exhausted budget is a named stop
         instead of a silent forever-block."""
         if self.ready(src, kind):
             return
         since = self.board.block(Op.READY, src, kind, slot, pass_id, seq)
         deadline = self.t.now() + self.readiness_budget_s
-        while not self.ready(src, kind):
-            if self.t.now() > deadline:
-                raise StopRun(
-                    f"readiness: rank{self.rank} waited {self.readiness_budget_s}s for {kind.label} "
-                    f"seq={seq} (slot={slot} pass={pass_id}) from rank{src}: sent="
-                    f"{self.board.peer_sent(src, kind)} consumed={int(self.board.consumed[src, kind])}"
-                )
-            self.t.sleep(0.0005)
+        # one wait on the condition (the simulator's is one scheduling point, gloo's a poll)
+        if not self.t.wait_for(
+            lambda: self.ready(src, kind), f"ready {kind.label} from rank{src}", deadline
+        ):
+            raise StopRun(
+                f"readiness: rank{self.rank} waited {self.readiness_budget_s}s for {kind.label} "
+                f"seq={seq} (slot={slot} pass={pass_id}) from rank{src}: sent="
+                f"{self.board.peer_sent(src, kind)} consumed={int(self.board.consumed[src, kind])}"
+            )
         self.board.unblock(Op.READY, src, kind, slot, pass_id, seq, since)
 
     def try_recv(self, src: int, kind: Kind) -> Message | None:

@@ -44,8 +44,9 @@ class Planner:
         self.ctx, self.device, self.trace = ctx, device, trace
         self.on_requeue = on_requeue  # the retract chokepoint's listener, kept across flips
         self.per_slot = per_slot  # engine.admission.continuations=per_slot: a cell per slot
-        # models built by earlier runs in this process (the explorer runs hundreds of
-        # schedules of one engine): weights are immutable, only the TP all-reduce is per run
+        # models and KV caches built by earlier runs in this process (the explorer runs
+        # hundreds of schedules of one engine): weights are immutable, only the TP all-reduce
+        # is per run; a cache is reset in place when a run switches to its phase
         self.shared = shared
         self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
         self.kernels = get_kernels(cfg.engine.kernels.name, device)
@@ -77,16 +78,16 @@ class Planner:
         r, world = ctx.rank, ctx.world
         model = self._model(phase)
         kv_heads = d.kv_heads if phase == "pp" else d.kv_heads // world
-        cache = KVCache(
-            model.num_layers,
-            self.pools[r],
-            kv_heads,
-            d.head_dim,
-            e.max_reqs,
-            cfg.model.max_context,
-            self.device,
-            self.dtype,
-        )
+        shape = (model.num_layers, self.pools[r], kv_heads, d.head_dim, e.max_reqs,
+                 cfg.model.max_context, self.device, self.dtype)  # fmt: skip
+        key = ("kv", phase, r, world, *shape)
+        cache = self.shared.get(key) if self.shared is not None else None
+        if cache is not None:  # the explorer's: the last schedule's pools, emptied in place
+            cache.reset()
+        else:
+            cache = KVCache(*shape)
+            if self.shared is not None:
+                self.shared[key] = cache
         if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
             ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
             if phase not in self.hosts:

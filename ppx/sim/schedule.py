@@ -35,7 +35,10 @@ class Schedule:
 
 def config_hash(cfg) -> str:
     d = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    clock = (d.get("explore") or {}).get("clock", "step")
     d = {k: v for k, v in d.items() if k not in NOT_HASHED}
+    if clock != "step":  # the idle clock runs another schedule space (hashes of step runs
+        d["sim_clock"] = clock  # stay what they were)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -3,15 +3,22 @@ time, the next task chosen by a strategy.
 
 Each task is a greenlet (a coroutine with its own stack, so the engine's ordinary blocking
 code runs unchanged): a task switches back to the scheduler at every scheduling point (every
-transport operation, every sleep) with the condition under which it can go on, and the
+operation that can block, every sleep) with the condition under which it can go on, and the
 scheduler switches into one of the tasks whose condition holds. Exactly one task runs at a
 time, in one OS thread, so a run is a sequence of choices and the same choices give the same
 run. (Greenlets rather than threads: a switch costs about a microsecond, a thread hand-over
 tens of microseconds, and a run makes one per step.)
 
-Time is virtual: it advances by `step_s` per scheduling step, and jumps to the next wake-up
-(a sleep, a kill) when no task can run. No task runnable, none sleeping and work unfinished
-is a deadlock, found at once, without a stall timer.
+A step is what one task does between two scheduling points. With `footprints` on, every step
+records the shared objects it touched (a wire queue, the k-th collective, a frontend queue,
+the clock; reads and writes): that is what the dfs reduction (dpor.py) compares to tell
+steps that commute from steps that race.
+
+Time is virtual. `clock="step"`: it advances by `step_s` per step, and jumps to the next
+wake-up (a sleep, a kill) when no task can run; every step then writes the clock, so a step
+that reads it depends on every other. `clock="idle"`: it moves only when no task can run,
+so reading it commutes with every task's step. No task runnable, none sleeping and work
+unfinished is a deadlock, found at once, without a stall timer.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ import greenlet
 import torch
 
 from ppx.engine.transport.base import Abandoned as TaskKilled  # unwinds a parked task
+
+CLOCK = ("clock",)
+DONE = ("done",)  # a task ended (the frontend's shutdown condition reads it)
+CLOCKS = ("step", "idle")
+READ, WRITE, ADVANCE = 0, 1, 2  # how a step used a shared object (footprint modes)
 
 
 class ReplayMismatch(Exception):
@@ -37,28 +49,40 @@ class Task:
     pred: Callable[[], bool] | None = None  # None: runnable at once
     wake_at: float | None = None  # a sleep's deadline (virtual seconds)
     label: str = ""  # what it waits for, for the post-mortem
+    reads: tuple = ()  # the shared objects `pred` reads (the step after the wait starts there)
     done: bool = False
     abnormal: bool = False  # left through a stop or an error: the run ends now
     killed: bool = False  # faults.kill_rank: parked for good
     glet: greenlet.greenlet | None = None
 
-    def ready(self) -> bool:
-        return not self.done and not self.killed and (self.pred is None or self.pred())
-
 
 class Scheduler:
-    def __init__(self, strategy, step_s: float, max_steps: int, max_time_s: float) -> None:
+    def __init__(
+        self,
+        strategy,
+        step_s: float,
+        max_steps: int,
+        max_time_s: float,
+        clock: str = "step",
+        footprints: bool = False,
+    ) -> None:
         self.strategy = strategy
         self.step_s, self.max_steps, self.max_time_s = step_s, max_steps, max_time_s
+        self.idle_clock = clock == "idle"
+        self.footprints = footprints
         self.now = 0.0
         self.steps = 0
         self.tasks: list[Task] = []
         self.kills: dict[int, float] = {}  # tid -> virtual time of its death
         self.choices: list[tuple[int, int]] = []  # (chosen tid, ready mask) where >1 could run
         self.mismatch: str | None = None
+        self.fp: dict | None = None  # the running step's footprint: key -> written
         self._main: greenlet.greenlet | None = None
         self._current: Task | None = None
         self._ending = False
+        self._abnormal = False
+        # a strategy that watches every step (the dfs reduction) may also refuse to go on
+        self._every = getattr(strategy, "every_step", False)
 
     # -- building a run ----------------------------------------------------------------------
     def spawn(self, name: str, fn: Callable[[], None]) -> Task:
@@ -76,9 +100,10 @@ class Scheduler:
         except TaskKilled:
             pass
         except BaseException:  # noqa: BLE001 - the task's owner records why; we only end
-            t.abnormal = True
+            t.abnormal = self._abnormal = True
         finally:
             t.done = True
+            self.touch(DONE, True)
 
     # -- called from inside a task --------------------------------------------------------
     @property
@@ -86,32 +111,62 @@ class Scheduler:
         assert self._current is not None, "a scheduling point outside a simulated task"
         return self._current
 
+    @property
+    def running_tid(self) -> int | None:
+        return self._current.tid if self._current is not None else None
+
+    def touch(self, key: tuple, write: int) -> None:
+        """The running step used a shared object (only recorded with footprints on):
+        READ or WRITE (a bool), or ADVANCE (the clock: advances commute with each other)."""
+        fp = self.fp
+        if fp is not None:
+            mode = int(write)
+            old = fp.get(key, mode)
+            fp[key] = mode if old == mode else WRITE  # read and written: a write
+
+    def clock(self) -> float:
+        """The virtual time, read by a task (a footprint read of the clock)."""
+        if self.fp is not None:
+            self.touch(CLOCK, False)
+        return self.now
+
     def wait_until(
-        self, pred: Callable[[], bool] | None, label: str, wake_at: float | None = None
+        self,
+        pred: Callable[[], bool] | None,
+        label: str,
+        wake_at: float | None = None,
+        reads: tuple = (),
     ) -> None:
-        """Give the baton back; resume once `pred` holds and the strategy picks this task."""
+        """Give the baton back; resume once `pred` holds and the strategy picks this task.
+        `reads`: the footprint keys `pred` depends on (what the resumed step starts from)."""
         t = self.current
         if self._ending or t.killed:
             raise TaskKilled
-        t.pred, t.label, t.wake_at = pred, label, wake_at
+        if self.fp is not None:
+            # parking is an observation: this step saw the condition false (a peer's step
+            # that would have made it true runs differently before or after this one)
+            for key in reads:
+                self.touch(key, READ)
+        t.pred, t.label, t.wake_at, t.reads = pred, label, wake_at, reads
         self._main.switch()
         if self._ending or t.killed:
             raise TaskKilled
-        t.pred, t.label, t.wake_at = None, "", None
+        t.pred, t.label, t.wake_at, t.reads = None, "", None, ()
 
     def point(self, label: str) -> None:
-        """A scheduling point where this task could go on at once (e.g. after an isend)."""
+        """A scheduling point where this task could go on at once."""
         self.wait_until(None, label)
 
     def sleep(self, seconds: float, label: str = "sleep") -> None:
-        wake = self.now + max(seconds, 0.0)
-        self.wait_until(lambda: self.now >= wake, label, wake)
+        wake = self.clock() + max(seconds, 0.0)
+        self.wait_until(lambda: self.now >= wake, label, wake, (CLOCK,))
 
     # -- the run ------------------------------------------------------------------------------
     def run(self) -> str:
         """Advance until every task is done ("done"), a task left abnormally ("failed"), no
         task can ever run again ("deadlock"), a bound is hit ("step_bound" / "time_bound"),
-        or a replay meets another choice point than recorded ("mismatch")."""
+        a replay meets another choice point than recorded ("mismatch"), or the strategy
+        declines every runnable task ("pruned": the dfs reduction knows the rest)."""
         self._main = greenlet.getcurrent()
         # torch keeps grad / inference mode in thread-local state, and every task shares
         # this thread: a task's `with inference_mode()` would leak into the task it switches
@@ -120,17 +175,23 @@ class Scheduler:
         with torch.inference_mode():
             return self._run()
 
+    def _live(self) -> list[Task]:
+        for tid, at in self.kills.items():
+            if self.now >= at and not self.tasks[tid].done:
+                self.tasks[tid].killed = True
+        return [t for t in self.tasks if not t.done and not t.killed]
+
     def _run(self) -> str:
+        strategy, every, idle = self.strategy, self._every, self.idle_clock
+        live = self._live()
         while True:
-            for tid, at in self.kills.items():
-                if self.now >= at and not self.tasks[tid].done:
-                    self.tasks[tid].killed = True
-            if any(t.abnormal for t in self.tasks):
+            if self.kills:
+                live = self._live()
+            if self._abnormal:
                 return "failed"
-            live = [t for t in self.tasks if not t.done and not t.killed]
             if not live:
                 return "done"
-            ready = [t for t in live if t.ready()]
+            ready = [t for t in live if t.pred is None or t.pred()]
             if not ready:
                 wakes = [t.wake_at for t in live if t.wake_at is not None]
                 wakes += [at for tid, at in self.kills.items() if not self.tasks[tid].killed]
@@ -143,22 +204,40 @@ class Scheduler:
                 return "step_bound"
             if self.now > self.max_time_s:
                 return "time_bound"
-            if len(ready) == 1:
+            if len(ready) == 1 and not every:
                 t = ready[0]
             else:
-                mask = sum(1 << r.tid for r in ready)
+                tids = [r.tid for r in ready]
                 try:
-                    tid = self.strategy.choose([r.tid for r in ready], len(self.choices), self)
+                    tid = strategy.choose(tids, len(self.choices), self)
                 except ReplayMismatch as e:
                     self.mismatch = str(e)
                     return "mismatch"
-                self.choices.append((tid, mask))
+                if tid is None:
+                    return "pruned"
+                if len(ready) > 1:
+                    self.choices.append((tid, sum(1 << r for r in tids)))
                 t = self.tasks[tid]
             self.steps += 1
-            self.now += self.step_s
-            self._current = t
-            t.glet.switch()
-            self._current = None
+            if not idle:
+                self.now += self.step_s
+            self._step(t)
+            if t.done:
+                live = self._live()
+
+    def _step(self, t: Task) -> None:
+        if self.footprints:
+            self.fp = dict.fromkeys(t.reads, READ)
+            if not self.idle_clock:
+                # this step moved the clock: it races with every step that reads it, not
+                # with another step that only moves it (advances commute)
+                self.touch(CLOCK, ADVANCE)
+        self._current = t
+        t.glet.switch()
+        self._current = None
+        if self.fp is not None:
+            fp, self.fp = self.fp, None
+            self.strategy.after_step(t.tid, fp)
 
     def blocked(self) -> dict[int, str]:
         """What each parked task waits for (the simulator's own blocked-on record)."""

@@ -4,8 +4,8 @@
 - `pct`: probabilistic concurrency testing. Tasks get distinct random priorities; the highest
   runnable one goes; at d - 1 random change points the running task drops below every other.
   A bug that needs d ordering constraints is found with probability >= 1 / (n k^(d-1)).
-- `dfs`: bounded exhaustive search. A schedule is a prefix of forced choices followed by the
-  lowest runnable task; `DfsFrontier` walks the tree of choice points up to a bound.
+- `dfs`: bounded exhaustive search with sleep-set reduction and a delay bound (dfs.py).
+- `portfolio`: several of the above side by side, schedule i run by member i mod M.
 - `replay`: the choices of a saved schedule; a different choice point is a mismatch.
 """
 
@@ -15,7 +15,15 @@ import random as _random
 
 from ppx.sim.scheduler import ReplayMismatch
 
-STRATEGIES = ("random", "pct", "dfs", "replay")
+STRATEGIES = ("random", "pct", "dfs", "portfolio", "replay")
+MEMBERS = ("random", "pct", "dfs")  # what a portfolio may hold
+
+
+def pct_depth(depth: int, cycle: bool, index: int) -> int:
+    """The bug depth of PCT schedule `index`: d itself, or cycled through 1..d (the depth
+    of the bug is unknown; each depth gets every d-th schedule, and PCT's guarantee for a
+    depth-k bug holds on the schedules run at depth k)."""
+    return 1 + index % depth if cycle else depth
 
 
 class RandomStrategy:
@@ -43,47 +51,6 @@ class PctStrategy:
             self.prio[tid] = low
             tid = max(ready, key=lambda t: self.prio.get(t, 0))
         return tid
-
-
-class PrefixStrategy:
-    """DFS's runner: forced choices (indices into the runnable list) up to the prefix, then
-    always the first runnable task. Records how many options each point had."""
-
-    def __init__(self, prefix: list[int]) -> None:
-        self.prefix = prefix
-        self.taken: list[tuple[int, int]] = []  # (index chosen, options) per choice point
-
-    def choose(self, ready: list[int], point: int, sched) -> int:
-        i = self.prefix[point] if point < len(self.prefix) else 0
-        i = min(i, len(ready) - 1)
-        self.taken.append((i, len(ready)))
-        return ready[i]
-
-
-class DfsFrontier:
-    """The bounded DFS over choice points: yields prefixes until the tree (limited to the
-    first `bound` choice points) is exhausted."""
-
-    def __init__(self, bound: int) -> None:
-        self.bound = bound
-        self.next_prefix: list[int] | None = []
-        self.covered = 0
-
-    def record(self, taken: list[tuple[int, int]]) -> None:
-        """After a run: backtrack to the deepest point (within the bound) with an untried
-        option."""
-        self.covered += 1
-        taken = taken[: self.bound]
-        for depth in range(len(taken) - 1, -1, -1):
-            i, n = taken[depth]
-            if i + 1 < n:
-                self.next_prefix = [c for c, _ in taken[:depth]] + [i + 1]
-                return
-        self.next_prefix = None
-
-    @property
-    def exhausted(self) -> bool:
-        return self.next_prefix is None
 
 
 class ReplayStrategy:

@@ -23,7 +23,7 @@ from ppx.engine.rank import RankArgs, serve, write_report
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
 from ppx.frontend.workloads import make_workload
-from ppx.sim.scheduler import Scheduler
+from ppx.sim.scheduler import CLOCK, DONE, Scheduler
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
 from ppx.supervisor import METRICS_EVERY_S, Supervisor, first_failure
 from ppx.watch import postmortem
@@ -35,20 +35,27 @@ class SimQueue:
 
     def __init__(self, sched: Scheduler, name: str) -> None:
         self.sched, self.name, self.items = sched, name, deque()
+        self.key = ("sq", name)
 
     def put(self, item) -> None:
+        self.sched.touch(self.key, True)
         self.items.append(item)
 
     def get_nowait(self):
+        self.sched.touch(self.key, True)
         if not self.items:
             raise queue.Empty
         return self.items.popleft()
 
     def get(self, timeout: float):
         if not self.items:
-            wake = self.sched.now + timeout
-            self.sched.wait_until(
-                lambda: bool(self.items) or self.sched.now >= wake, f"wait {self.name}", wake
+            sched = self.sched
+            wake = sched.clock() + timeout
+            sched.wait_until(
+                lambda: bool(self.items) or sched.now >= wake,
+                f"wait {self.name}",
+                wake,
+                (self.key, CLOCK),
             )
         return self.get_nowait()
 
@@ -59,10 +66,27 @@ class SimQueue:
         pass
 
 
+class SimBoard(Board):
+    """The status board of a simulated run. A rank reads its peers' sent counters (the
+    readiness evidence) here: a read of `("hdr", reader)`, the key every header sent to the
+    reader writes (a sent counter only moves with a header), so the dfs reduction orders a
+    readiness check against the sends it could see."""
+
+    def __init__(self, sched: Scheduler, world: int) -> None:
+        super().__init__(None, world)
+        self.sched = sched
+
+    def sent(self, rank: int):
+        tid = self.sched.running_tid
+        if tid is not None and tid != rank:  # a peer's counters (a rank's own: its writes)
+            self.sched.touch(("hdr", tid), False)
+        return super().sent(rank)
+
+
 def make_strategy(x, num_tasks: int):
     """The strategy of one run from the `explore` config (dfs runs come from ppx.explore)."""
-    if x.strategy == "pct":
-        return PctStrategy(int(x.seed), int(x.depth), num_tasks, int(x.horizon))
+    if x.strategy == "pct":  # horizon 0 is the explorer's calibration: a run has none
+        return PctStrategy(int(x.seed), int(x.depth), num_tasks, int(x.horizon) or 20000)
     if x.strategy == "replay" or x.replay:
         from ppx.sim.schedule import load
 
@@ -82,19 +106,29 @@ class SimSupervisor(Supervisor):
         x = cfg.explore
         self.strategy = strategy or make_strategy(x, self.world + 1)
         self.sched = Scheduler(
-            self.strategy, float(x.step_us) * 1e-6, int(x.max_steps), float(cfg.watch.max_run_s)
+            self.strategy,
+            float(x.step_us) * 1e-6,
+            int(x.max_steps),
+            float(cfg.watch.max_run_s),
+            str(x.get("clock", "step")),
+            footprints=hasattr(self.strategy, "after_step"),
         )
 
     def _frontend(self) -> None:
         sched, d = self.sched, self.driver
         next_sample = 0.0
         ranks = self.sched.tasks[: self.world]
+        # what the frontend's wait reads: tokens from rank 0, its own clock, the ranks' ends
+        reads = (self.out_q.key, CLOCK, DONE)
         while True:
             d.collect()
             d.pump()  # after collecting: a finished request frees its place in the closed loop
-            if sched.now >= next_sample:
-                self._sample(sched.now)
-                next_sample = sched.now + METRICS_EVERY_S
+            now = sched.clock()
+            if now >= next_sample:
+                # metrics only: what it reads of the ranks' boards decides nothing, so it is
+                # no footprint (the reduction may reorder the ranks' steps around it)
+                self._sample(now)
+                next_sample = now + METRICS_EVERY_S
             if d.done:
                 d.request_shutdown()
             if d.shutdown_sent and all(t.done for t in ranks):
@@ -109,7 +143,7 @@ class SimSupervisor(Supervisor):
                     or (d.shutdown_sent and all(t.done for t in ranks))
                 )
 
-            sched.wait_until(can_go, "frontend: waiting for tokens", wake)
+            sched.wait_until(can_go, "frontend: waiting for tokens", wake, reads)
 
     def _rank(self, a: RankArgs) -> None:
         report, _ = serve(a, lambda: SimTransport(self.wire, a.rank), self.board)
@@ -123,7 +157,7 @@ class SimSupervisor(Supervisor):
         torch.set_num_threads(1)  # one thread runs every rank, as each gloo rank has one
         if self.run_dir:
             os.makedirs(os.path.join(self.run_dir, "ranks"), exist_ok=True)
-        self.board = Board(None, self.world)
+        self.board = SimBoard(self.sched, self.world)
         self.wire = SimWire(self.sched, self.world, typed.sim)
         self.in_q, self.out_q = SimQueue(self.sched, "in_q"), SimQueue(self.sched, "out_q")
         self.t0, self.procs = 0.0, []
@@ -133,7 +167,7 @@ class SimSupervisor(Supervisor):
             self.in_q,
             self.out_q,
             0.0,
-            lambda: self.sched.now,
+            self.sched.clock,
         )
         for r in range(self.world):
             a = RankArgs(
@@ -157,7 +191,7 @@ class SimSupervisor(Supervisor):
             end = self.sched.run()
             verdict, reason = self._verdict(end, front)
             self._sample(self.sched.now)
-            pm = self._postmortem(verdict) if verdict != "served" else None
+            pm = self._postmortem(verdict) if verdict not in ("served", "pruned") else None
         finally:
             self.sched.close()
         self.driver.finalize()
@@ -174,6 +208,8 @@ class SimSupervisor(Supervisor):
         s = self.sched
         if end == "mismatch":
             return "mismatch", f"replay diverged from its schedule at {s.mismatch}"
+        if end == "pruned":  # the dfs reduction stopped it: an equivalent order was run
+            return "pruned", f"every runnable task asleep at step {s.steps}"
         st = self.strategy
         if isinstance(st, ReplayStrategy) and st.then is None and len(s.choices) < len(st.choices):
             return "mismatch", (

@@ -28,23 +28,31 @@ def test_explore_writes_table_summary_and_a_replayable_failure(tmp_path):
         "explore.strategy=pct",
         "explore.schedules=6",
         "explore.batch=3",
+        "explore.workers=2",
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("ppx.explore: 3/6") == 1 and "ppx.explore: 6/6" in proc.stdout
+    for w in (0, 1):  # two worker processes, three schedules each, one table
+        assert proc.stdout.count(f"ppx.explore: worker {w}/2: 3/3") == 1, proc.stdout
     table = pd.read_parquet(out / "explore.parquet")
     assert list(table.columns) == [
         "schedule",
+        "strategy",
         "verdict",
         "reason",
         "cycle",
         "tokens",
         "served",
+        "tokens_checked",
         "steps",
         "virtual_s",
     ]
     assert len(table) == 6 and set(table["verdict"]) == {"wedged"}
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["frac_wedged"] == 1.0 and summary["explored"] == 6
+    assert summary["frac_wedged"] == 1.0 and summary["explored"] == summary["schedules"] == 6
+    assert summary["verdicts"] == {"wedged": 6} and summary["schedules_per_s"] > 0
+    assert summary["workers"] == 2 and summary["tokens_checked"] == 0  # nothing served
+    # one saved (shrunk) schedule per distinct cycle, in the order they were first met
+    assert list(summary["failures"]) == [f"wedged: {c}" for c in table["cycle"].unique()]
     replay = next(line for line in proc.stdout.splitlines() if "replay: " in line)
     cmd = shlex.split(replay.split("replay: ", 1)[1])
     assert cmd[:3] == ["python", "-m", "ppx.run"]
@@ -71,3 +79,21 @@ def test_explore_refuses_bad_strategies_before_running(tmp_path):
         proc = explore(tmp_path / "bad", "engine/ordering=decision_first", *extra)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr[-800:]
         assert not (tmp_path / "bad" / "explore.parquet").exists()
+
+
+def test_bad_explore_keys_are_refused_in_one_line_before_anything_runs():
+    from ppx_helpers import assert_refused
+
+    cases = [
+        (["explore.workers=0"], "explore.workers=0"),
+        (["explore.shards=2", "explore.shard=2"], "0 <= shard < shards"),
+        (["explore.shards=2", "explore.workers=2"], "a launcher job is one shard"),
+        (["explore.strategy=portfolio", "explore.portfolio=[random,bogus]"], "explore.portfolio"),
+        (["explore.reduce=bogus"], "explore.reduce='bogus'"),
+        (["explore.clock=bogus"], "explore.clock='bogus'"),
+        (["explore.strategy=dfs", "explore.delays=1"], "explore.reduce=none"),
+        (["explore.strategy=dfs", "explore.delays=-1", "explore.reduce=none"], "delays=-1"),
+        (["explore.shrink=-1"], "explore.shrink=-1"),
+    ]
+    for overrides, words in cases:
+        assert_refused(overrides, words)

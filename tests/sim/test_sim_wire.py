@@ -174,3 +174,100 @@ def test_same_seed_same_run_other_seed_other_interleaving():
     a, b, c = trace(1), trace(1), trace(2)
     assert a == b
     assert a[1] != c[1]  # another seed chose differently
+
+
+class Scripted:
+    """Chooses the listed tasks at the first choice points, then always the highest tid."""
+
+    def __init__(self, first: list[int]) -> None:
+        self.first = first
+
+    def choose(self, ready: list[int], point: int, sched) -> int:
+        return self.first[point] if point < len(self.first) else max(ready)
+
+
+def test_an_isend_is_no_scheduling_point():
+    """An isend never blocks, so the sender goes on to its next blocking operation in the
+    same step: a strategy that would switch to the peer at once gets no chance to."""
+    sched, (t0, t1) = world(2, strategy=Scripted([0]))
+    log = []
+
+    def sender():
+        h = t0.isend(1, 0, torch.tensor([1]))
+        log.append("rank0 after isend")
+        h.wait()
+
+    def receiver():
+        log.append("rank1")
+        t1.recv(0, 0, torch.zeros(1, dtype=torch.int64))
+
+    sched.spawn("rank0", sender)
+    sched.spawn("rank1", receiver)
+    assert sched.run() == "done"
+    assert log == ["rank0 after isend", "rank1"]
+    assert len(sched.choices) == 1  # only the start: both could run
+
+
+def test_readiness_is_one_wait_on_the_condition_not_a_poll():
+    """rank 1 waits (readiness contract) for a header rank 0 sends after 1 s of virtual time;
+    the wait is one scheduling point, so it costs a few steps, not one per 0.5 ms poll."""
+    sched, (c0, c1), _ = channels(2, 0)
+    c1.readiness_budget_s = 5.0
+    got = []
+
+    def rank0():
+        c0.t.sleep(1.0)
+        c0.send(1, Message(Kind.CHAIN, pass_id=7))
+        c0.flush()
+
+    sched.spawn("rank0", rank0)
+    sched.spawn("rank1", lambda: got.append(c1.recv(0, Kind.CHAIN).pass_id))
+    assert sched.run() == "done"
+    assert got == [7] and 1.0 <= sched.now < 1.1
+    assert sched.steps < 12, sched.steps
+
+
+def test_readiness_without_evidence_stops_at_its_budget():
+    sched, (c0, c1), _ = channels(2, 0)
+    c1.readiness_budget_s = 2.0
+    errors = []
+
+    def rank1():
+        try:
+            c1.recv(0, Kind.CHAIN)
+        except Exception as e:  # noqa: BLE001 - the StopRun is what the test reads
+            errors.append(str(e))
+
+    sched.spawn("rank0", lambda: c0.t.sleep(10.0))
+    sched.spawn("rank1", rank1)
+    assert sched.run() == "done"
+    assert errors and errors[0].startswith("readiness: rank1 waited 2.0s for chain")
+    assert sched.steps < 12, sched.steps
+
+
+def stamps_on(clock: str) -> list[float]:
+    """rank 0 sends 20 messages rank 1 takes, then sleeps 0.5 s: its clock after each."""
+    sched = Scheduler(RandomStrategy(0), 1e-3, 100_000, 1e6, clock)
+    wire = SimWire(sched, 2)
+    t0, t1 = SimTransport(wire, 0), SimTransport(wire, 1)
+    stamps = []
+
+    def ping():
+        for i in range(20):
+            t0.isend(1, 0, torch.tensor([i])).wait()
+            stamps.append(t0.now())
+        t0.sleep(0.5)
+        stamps.append(t0.now())
+
+    sched.spawn("rank0", ping)
+    sched.spawn("rank1", lambda: [t1.recv(0, 0, torch.zeros(1)) for _ in range(20)])
+    assert sched.run() == "done"
+    return stamps
+
+
+def test_the_idle_clock_moves_only_when_no_task_can_run():
+    """explore.clock=idle: steps take no virtual time, sleeps still land on time; on the
+    step clock (the red arm here) every step moves it."""
+    idle, step = stamps_on("idle"), stamps_on("step")
+    assert idle[:-1] == [0.0] * 20 and idle[-1] == 0.5
+    assert step[19] > 0.02 and step[-1] > 0.52

@@ -32,6 +32,17 @@ class KVCache:
         self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.req_to_token = torch.zeros((max_reqs, max_context), dtype=torch.int32, device=device)
+        self._empty()
+
+    def reset(self) -> None:
+        """Back to a freshly built cache, in place (the simulator's explorer reuses one per
+        rank and phase across its schedules instead of allocating the pools again)."""
+        for t in (*self.k, *self.v, self.req_to_token):
+            t.zero_()
+        self._empty()
+
+    def _empty(self) -> None:
+        pool_tokens, max_reqs = self.pool_tokens, self.req_to_token.shape[0]
         self.free: list[int] = list(range(pool_tokens - 1, -1, -1))  # pop() takes slot 0 first
         self.free_rows: list[int] = list(range(max_reqs - 1, -1, -1))
         self.tree = RadixTree()

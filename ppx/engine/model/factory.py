@@ -1,14 +1,20 @@
-"""Which model a config means: the seeded random decoder (default) or a Hugging Face
-checkpoint (`model=hf model.path=DIR`). The planner, the oracle and the benchmarks build
-stages and references only through here."""
+"""Which model a config means: the seeded random decoder (default), a Hugging Face
+checkpoint (`model=hf model.path=DIR`) or the protocol-speed hash model (`model=hash`,
+hashed.py). The planner, the oracle and the benchmarks build stages and references only
+through here."""
 
 from __future__ import annotations
 
 import torch
 
+from ppx.engine.model.hashed import HashReference, HashStage
 from ppx.engine.model.llama import Reference, StageModel
 from ppx.engine.model.weights import RandomWeights
 from ppx.engine.shapes import dims_of
+
+
+def is_hash(cfg) -> bool:
+    return cfg.model.name == "hash"
 
 
 def is_hf(cfg) -> bool:
@@ -34,10 +40,15 @@ def stage_range(layers: int, phase: str, rank: int, world: int) -> tuple[int, in
 
 def build_stage(
     cfg, phase: str, rank: int, world: int, kernels, device: str, all_reduce=None
-) -> StageModel:
+) -> StageModel | HashStage:
     """This rank's model for `phase`; reads only the tensors the stage (or TP shard) owns."""
     d = dims_of(cfg)
     first, last = stage_range(d.layers, phase, rank, world)
+    if is_hash(cfg):
+        size = world if phase == "tp" else 1
+        return HashStage(
+            d, int(cfg.seed), first, last, int(cfg.model.max_context), size, all_reduce
+        )
     tp = dict(tp_rank=rank, tp_size=world, all_reduce=all_reduce) if phase == "tp" else {}
     src = weight_source(cfg)
     model = StageModel(
@@ -48,14 +59,17 @@ def build_stage(
     return model
 
 
-def reference(cfg) -> Reference:
+def reference(cfg) -> Reference | HashReference:
     """The whole model in one process (fp32): the oracle's ground truth."""
+    if is_hash(cfg):
+        return HashReference(dims_of(cfg), int(cfg.seed), int(cfg.model.max_context))
     return Reference(dims_of(cfg), int(cfg.seed), weight_source(cfg))
 
 
 def model_key(cfg) -> tuple:
     """What identifies the weights (the explorer shares built models across runs by it)."""
-    return (cfg.model.path, int(cfg.seed), dims_of(cfg), cfg.model.dtype)
+    m = cfg.model
+    return (m.name, m.path, int(cfg.seed), dims_of(cfg), m.dtype, m.max_context)
 
 
 def eos_ids(cfg) -> frozenset[int]:

@@ -77,12 +77,18 @@ class Transport:
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
-    def wait_for(self, pred: Callable[[], bool], label: str) -> None:
-        """Block until `pred()` holds (a condition on shared counters, never on the wire).
-        Polled here; the simulator parks the task on the condition instead, so a wait that
-        can never end is found as a deadlock, not as a clock running to its bound."""
+    def wait_for(
+        self, pred: Callable[[], bool], label: str, deadline: float | None = None,
+        poll_s: float = 0.0005,
+    ) -> bool:  # fmt: skip
+        """Until `pred()` holds (True) or this clock passes `deadline` (False). The engine
+        waits this way only on shared-memory counters, never on the wire; a wall-clock
+        transport polls them every `poll_s`, the simulator waits once, on the condition."""
         while not pred():
-            self.sleep(0.0002)
+            if deadline is not None and self.now() > deadline:
+                return False
+            self.sleep(poll_s)
+        return True
 
     def close(self) -> None:
         pass

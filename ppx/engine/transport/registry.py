@@ -114,6 +114,17 @@ class Sim(TransportSpec):
                     f"sim.{k}={s[k]} is one of NCCL's rules: it means nothing under "
                     "sim.semantics=gloo (set sim.semantics=nccl)"
                 )
+            return
+        x = cfg.explore
+        dfs = x.strategy == "dfs" or (x.strategy == "portfolio" and "dfs" in list(x.portfolio))
+        if dfs and x.reduce == "sleep":
+            # the NCCL plane's holds (a device stream behind a send, a peer's consumed
+            # counter) are not in the steps' footprints the sleep sets compare, so two steps
+            # the reduction calls independent may not be: it could lose schedules
+            raise ValueError(
+                "explore.reduce=sleep with sim.semantics=nccl: the NCCL plane's waits are not "
+                "in the step footprints the reduction compares; set explore.reduce=none"
+            )
 
     def open(self, cfg, rank, world, port, store=None):
         raise ValueError(

@@ -10,15 +10,19 @@ while the headers (tag 0) and the collectives keep gloo's, as on a GPU; what fol
 - a collective completes when every member has entered it (the k-th collective of each
   rank is the same operation, or the run fails as gloo would); the result is computed in
   rank order, so it is identical everywhere and from run to run.
-- the clock is the scheduler's virtual time.
-Every operation is a scheduling point.
+- the clock is the scheduler's virtual time; `wait_for` (the readiness contract's wait) is
+  one scheduling point on the condition, not a poll.
+Every operation that can block is a scheduling point; an isend is not (it never blocks, and
+what it does is seen by the peer only through the queue, at the peer's own next point).
+Each operation names the shared object it uses (footprint keys, for the dfs reduction): the
+queue (src, dst, tag), the k-th collective, and `("hdr", dst)` for the header queues into
+`dst` that the readiness evidence (the peer's sent counter, bumped with every header) reads.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections import defaultdict, deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -26,6 +30,7 @@ import torch
 from ppx.engine.transport.base import Transport
 from ppx.engine.transport.sim_nccl import NcclPlane, NcclRules
 from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
+from ppx.sim.scheduler import CLOCK
 
 
 @dataclass
@@ -57,10 +62,16 @@ class SimWire:
 class _Handle:
     def __init__(self, t: SimTransport, send: _Send, dst: int, tag: int) -> None:
         self.t, self.send, self.dst, self.tag = t, send, dst, tag
+        self.key = ("q", t.rank, dst, tag)
 
     def wait(self) -> None:
         s = self.send
-        self.t.sched.wait_until(lambda: s.taken, f"wait isend to rank{self.dst} tag {self.tag}")
+        if s.taken:  # taken already: nothing to wait for, no scheduling point
+            self.t.sched.touch(self.key, False)
+            return
+        self.t.sched.wait_until(
+            lambda: s.taken, f"wait isend to rank{self.dst} tag {self.tag}", reads=(self.key,)
+        )
 
 
 class SimTransport(Transport):
@@ -80,14 +91,22 @@ class SimTransport(Transport):
             return self.nccl.isend(dst, tag, tensor.contiguous())
         send = _Send(tensor.contiguous())
         self.wire.queues[(self.rank, dst, tag)].append(send)
-        self.sched.point(f"isend to rank{dst} tag {tag}")
-        return _Handle(self, send, dst, tag)
+        h = _Handle(self, send, dst, tag)
+        self.sched.touch(h.key, True)
+        if tag == 0:  # a header: the peer's readiness evidence moved with it
+            self.sched.touch(("hdr", dst), True)
+        return h
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
         if tag and self.nccl is not None and self.wire.nccl.carries(src, self.rank):
             return self.nccl.recv(src, tag, out)
+        key = ("q", src, self.rank, tag)
         q = self.wire.queues[(src, self.rank, tag)]
-        self.sched.wait_until(lambda: bool(q), f"recv from rank{src} tag {tag}")
+        if q:
+            self.sched.touch(key, True)
+        else:
+            self.sched.wait_until(lambda: bool(q), f"recv from rank{src} tag {tag}", reads=(key,))
+        self.sched.touch(key, True)
         send = q.popleft()
         if send.tensor.numel() != out.numel():
             raise RuntimeError(
@@ -108,9 +127,6 @@ class SimTransport(Transport):
         """ncclGroupStart/End around NCCL payload operations; nothing under gloo."""
         return self.nccl.group() if self.nccl is not None else contextlib.nullcontext()
 
-    def wait_for(self, pred: Callable[[], bool], label: str) -> None:
-        self.sched.wait_until(pred, label)
-
     # -- collectives ---------------------------------------------------------------------
     def _enter(self, op: str, tensor: torch.Tensor) -> _Collective:
         w = self.wire
@@ -122,7 +138,12 @@ class SimTransport(Transport):
                 f"sim: collective #{seq} is {c.op} on one rank and {op} on rank{self.rank}"
             )
         c.parts[self.rank] = tensor.detach().clone()
-        self.sched.wait_until(lambda: len(c.parts) == w.world, f"{op} (collective #{seq})")
+        key = ("coll", seq)
+        self.sched.touch(key, True)
+        self.sched.wait_until(
+            lambda: len(c.parts) == w.world, f"{op} (collective #{seq})", reads=(key,)
+        )
+        self.sched.touch(key, True)
         c.left += 1
         if c.left == w.world:
             del w.collectives[seq]
@@ -150,7 +171,28 @@ class SimTransport(Transport):
 
     # -- the clock -----------------------------------------------------------------------
     def now(self) -> float:
-        return self.sched.now
+        return self.sched.clock()
 
     def sleep(self, seconds: float) -> None:
         self.sched.sleep(seconds, f"sleep {seconds:g}s")
+
+    def wait_for(
+        self, pred, label: str, deadline: float | None = None, poll_s: float = 0.0
+    ) -> bool:
+        """One scheduling point: resume when `pred` holds or the clock passes `deadline`.
+        The conditions the engine waits on read the peers' counters, which move with the
+        headers sent to this rank (footprint `("hdr", rank)`)."""
+        keys = (("hdr", self.rank),)
+        for k in keys:
+            self.sched.touch(k, False)
+        if pred():
+            return True
+        sched = self.sched
+        if deadline is None:
+            sched.wait_until(pred, label, reads=keys)
+        else:
+            sched.clock()
+            sched.wait_until(
+                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, CLOCK)
+            )
+        return pred()

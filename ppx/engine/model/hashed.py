@@ -1,0 +1,170 @@
+"""`model=hash`: a protocol-speed model whose tokens still depend on every rank's KV mapping.
+
+A stage writes each new token's id into its KV pool (k) at the token's slot and, in v, the
+token's prefix hash g (a position-weighted hash of the ids so far: what a real layer's KV is,
+a function of the whole prefix, not of the token alone), chained from the g it reads back at
+the previous position's slot through `req_to_token`. It then reads the request's whole prefix
+back through the same mapping, (k, v) at every slot, and mixes a position-weighted hash of
+them into an accumulator that travels to the next stage on the proxy ([T, 2] int64: token
+id, accumulator; T rows like the real hidden states, so the width and fingerprint checks see
+what they always see). The last stage samples `accumulator mod vocab`.
+
+So a slot read through a wrong row, a stale slot (another id, or the same id with another
+history), a permuted row or a row of another request changes the token; and the next token
+is a pure function of the sequence, whatever pp, TP phase or batch, so the single-process
+reference (one-hot logits) is what the oracle checks it against.
+
+Values stay below 2^24 (`MOD`) so the float32 KV pool holds them exactly.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+
+import torch
+
+from ppx.core import ForwardInputs
+from ppx.engine.model.weights import Dims
+
+MOD = 16_777_213  # < 2^24: exact in float32; odd and prime to 3, so 1..4 have inverses
+
+
+def _coeffs(seed: int, layers: int, max_context: int):
+    """Per-layer mixing constants and the two position-weight vectors, from the seed."""
+    g = torch.Generator().manual_seed(int(seed) * 7919 + 17)
+    mix = torch.randint(1, MOD, (layers, 3), generator=g).tolist()
+    w1 = torch.randint(1, MOD, (max_context,), generator=g)
+    w2 = torch.randint(1, MOD, (max_context,), generator=g)
+    return mix, w1, w2
+
+
+def _compose(mix: list[list[int]], first: int, last: int) -> tuple[int, int, int]:
+    """Layers first..last-1 as one affine map a -> A a + B f + C (mod MOD); every layer of a
+    stage reads the same KV, so the stage is that one map whatever its length."""
+    a, b, c = 1, 0, 0
+    for al, be, ga in mix[first:last]:  # layer l: a -> al * a + be * f + ga
+        a, b, c = al * a % MOD, (al * b + be) % MOD, (al * c + ga) % MOD
+    return a, b, c
+
+
+def _read_hash(ks: list[float], vs: list[float], w: list[int]) -> list[int]:
+    """The running hash of a prefix read back as (id, prefix hash) per slot: h[p] = sum over
+    j <= p of (v[j] + ID * k[j] + 1) * w[j] mod MOD (position-weighted: a permutation, an
+    id or a history that differs at any slot changes it)."""
+    terms = [(int(g) + ID * int(t) + 1) * wj for t, g, wj in zip(ks, vs, w)]  # noqa: B905
+    return [h % MOD for h in accumulate(terms)]
+
+
+ID = 1 << 24  # keeps a slot's id and its prefix hash apart in the read hash
+
+
+class HashStage:
+    """Layers [first_layer, last_layer) of the hash model (every layer in the TP phase, where
+    the ranks' prefix hashes are averaged through one all-reduce: a rank whose KV differs
+    changes everyone's token)."""
+
+    def __init__(
+        self,
+        d: Dims,
+        seed: int,
+        first_layer: int,
+        last_layer: int,
+        max_context: int,
+        tp_size: int = 1,
+        all_reduce=None,
+    ) -> None:
+        self.d, self.first_layer, self.last_layer = d, first_layer, last_layer
+        self.is_first, self.is_last = first_layer == 0, last_layer == d.layers
+        self.tp_size, self.all_reduce = tp_size, all_reduce
+        mix, w1, w2 = _coeffs(seed, d.layers, max_context)
+        self.w1, self.w2 = w1.tolist(), w2.tolist()
+        self.affine = _compose(mix, first_layer, last_layer)
+        self.inv_tp = pow(tp_size, -1, MOD)
+        self.weight_bytes = 0
+        self.bytes_read = 0
+
+    num_layers = 1  # one KV "layer": the ids (k) and the prefix hashes (v)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return []
+
+    def forward(
+        self,
+        fi: ForwardInputs,
+        k_pool: list[torch.Tensor],
+        v_pool: list[torch.Tensor],
+        req_to_token: torch.Tensor,
+    ) -> torch.Tensor:
+        """Returns [T, 2] int64 (token id, accumulator), or sampled ids [B'] on the last stage.
+        A batch is a few requests of tens of tokens: plain Python over lists costs less than
+        the tens of tiny torch calls a vectorised version makes."""
+        if self.is_first:
+            ids = fi.input_ids.tolist()
+            acc = ids
+        else:
+            ids, acc = fi.hidden.T.tolist()
+        k, v = k_pool[0][:, 0, 0], v_pool[0][:, 0, 0]
+        qo, pos = fi.qo_indptr.tolist(), fi.positions.tolist()
+        prefix = fi.prefix_lens.tolist()
+        rows = [
+            req_to_token[r, : p + qo[b + 1] - qo[b]].tolist()
+            for b, (r, p) in enumerate(zip(fi.req_rows.tolist(), prefix, strict=True))
+        ]
+        loc = fi.out_cache_loc
+        k[loc] = torch.tensor(ids, dtype=k.dtype)
+        # each chunk's prefix hash chains from the one stored at the slot before it (read
+        # through the mapping: a stale or foreign slot there changes every g after it)
+        before = [row[p - 1] for row, p in zip(rows, prefix, strict=True) if p > 0]
+        stored = iter(v[torch.tensor(before, dtype=torch.int64)].tolist() if before else [])
+        g = []
+        for b, p in enumerate(prefix):
+            h = int(next(stored)) if p > 0 else 0
+            for i in range(qo[b], qo[b + 1]):
+                h = (h + (ids[i] + 1) * self.w1[pos[i]]) % MOD
+                g.append(h)
+        v[loc] = torch.tensor(g, dtype=v.dtype)
+        where = torch.tensor([s for row in rows for s in row], dtype=torch.int64)
+        ks, vs = k[where].tolist(), v[where].tolist()
+        f, at = [], 0
+        for b, row in enumerate(rows):
+            h = _read_hash(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
+            f += [h[pos[i]] for i in range(qo[b], qo[b + 1])]
+            at += len(row)
+        if self.tp_size > 1:  # every shard's own KV counts: mean of the ranks' hashes
+            total = self.all_reduce(torch.tensor(f, dtype=torch.int64)).tolist()
+            f = [x % MOD * self.inv_tp % MOD for x in total]
+        a, b, c = self.affine
+        acc = [(x * a + y * b + c) % MOD for x, y in zip(acc, f, strict=True)]
+        if self.is_last:
+            vocab = self.d.vocab
+            return torch.tensor([acc[i] % vocab for i in fi.sample_rows.tolist()])
+        return torch.tensor([ids, acc], dtype=torch.int64).T.contiguous()
+
+
+class HashReference:
+    """The hash model in one process over a plain sequence: the oracle's ground truth, as
+    one-hot logits (margin 1 between the right token and any other)."""
+
+    def __init__(self, d: Dims, seed: int, max_context: int) -> None:
+        self.d = d
+        mix, w1, w2 = _coeffs(seed, d.layers, max_context)
+        self.w1, self.w2 = w1.tolist(), w2.tolist()
+        self.affine = _compose(mix, 0, d.layers)
+
+    def next_ids(self, tokens: list[int]) -> torch.Tensor:
+        terms = [(t + 1) * w for t, w in zip(tokens, self.w1)]  # noqa: B905
+        g = [h % MOD for h in accumulate(terms)]
+        f = _read_hash(tokens, g, self.w2)
+        a, b, c = self.affine
+        vocab = self.d.vocab
+        return torch.tensor([(t * a + x * b + c) % MOD % vocab for t, x in zip(tokens, f)])
+
+    def logits(self, tokens: list[int]) -> torch.Tensor:
+        """Logits [L, V] for every position of one sequence (teacher forcing)."""
+        return torch.nn.functional.one_hot(self.next_ids(tokens), self.d.vocab).float()
+
+    def greedy(self, prompt: list[int], max_new: int) -> list[int]:
+        out: list[int] = []
+        for _ in range(max_new):
+            out.append(int(self.next_ids(prompt + out)[-1]))
+        return out

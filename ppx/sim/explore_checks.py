@@ -1,0 +1,47 @@
+"""The explorer's keys, checked before anything runs (called by ppx.validation)."""
+
+from __future__ import annotations
+
+from ppx.config import ConfigError
+from ppx.sim.dfs import REDUCTIONS
+from ppx.sim.scheduler import CLOCKS
+from ppx.sim.strategy import MEMBERS
+
+
+def check_explore(x) -> None:
+    members = list(x.portfolio) if x.strategy == "portfolio" else [x.strategy]
+    if x.strategy == "portfolio" and (not members or any(m not in MEMBERS for m in members)):
+        raise ConfigError(
+            f"explore.portfolio={list(x.portfolio)}: a non-empty list of {' | '.join(MEMBERS)}"
+        )
+    if x.reduce not in REDUCTIONS:
+        raise ConfigError(f"explore.reduce={x.reduce!r}: {' | '.join(REDUCTIONS)}")
+    if x.clock not in CLOCKS:
+        raise ConfigError(f"explore.clock={x.clock!r}: {' | '.join(CLOCKS)}")
+    if "dfs" in members:
+        if x.bound < 0 or (x.bound == 0 and x.delays is None):
+            raise ConfigError(
+                "explore.strategy=dfs needs a bound: explore.bound=N (steps) and/or "
+                "explore.delays=K"
+            )
+        if x.delays is not None and x.delays < 0:
+            raise ConfigError(f"explore.delays={x.delays}: a count of delays, >= 0")
+        if x.delays is not None and x.reduce == "sleep":
+            raise ConfigError(
+                "explore.delays with explore.reduce=sleep: a delay-bounded tree is not closed "
+                "under reordering, so the reduction could lose schedules; set "
+                "explore.reduce=none"
+            )
+    if "pct" in members and x.depth < 1:
+        raise ConfigError(f"explore.depth={x.depth}: pct needs a bug depth >= 1")
+    if x.workers < 1 or x.shards < 1 or not 0 <= x.shard < x.shards:
+        raise ConfigError(
+            f"explore.workers={x.workers}, explore.shard={x.shard}, explore.shards="
+            f"{x.shards}: workers >= 1 and 0 <= shard < shards"
+        )
+    if x.workers > 1 and x.shards > 1:
+        raise ConfigError(
+            "explore.workers and explore.shards: a launcher job is one shard, on one process"
+        )
+    if x.shrink < 0:
+        raise ConfigError(f"explore.shrink={x.shrink}: runs per failure, >= 0 (0: off)")

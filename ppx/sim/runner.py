@@ -1,0 +1,111 @@
+"""One simulated schedule, judged: the engine run under a strategy, then the oracle.
+
+A `Runner` is made once per exploration (per worker) and runs every schedule of it: the
+typed config, the stage models (weights are immutable) and the oracle's reference are built
+once and reused; what a run mutates (ranks, caches, wire, board) is made fresh per run.
+A served run whose tokens differ from the reference is a failure like a wedge: verdict
+`mismatch`, the first wrong token its reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from dataclasses import dataclass
+
+from omegaconf import OmegaConf
+
+from ppx.oracle import Oracle, sample_rids
+from ppx.sim.world import SimSupervisor
+
+COLUMNS = [
+    "schedule",
+    "strategy",
+    "verdict",
+    "reason",
+    "cycle",
+    "tokens",
+    "served",
+    "tokens_checked",
+    "steps",
+    "virtual_s",
+]
+
+
+@dataclass
+class Result:
+    row: dict  # the explore.parquet row, less `schedule` and `strategy`
+    choices: list[tuple[int, int]]
+
+    @property
+    def delays(self) -> int:
+        return delays(self.choices)
+
+    @property
+    def verdict(self) -> str:
+        return self.row["verdict"]
+
+    @property
+    def key(self) -> str:
+        return failure_key(self.row["verdict"], self.row["reason"], self.row["cycle"])
+
+
+def failure_key(verdict: str, reason: str, cycle: str | None) -> str:
+    """Failures are told apart by verdict and cycle (or the reason with numbers blanked)."""
+    what = cycle or re.sub(r"\d+", "#", reason or "")[:120]
+    return f"{verdict}: {what}"
+
+
+def delays(choices: list[tuple[int, int]]) -> int:
+    """How far a schedule is from the lowest-runnable-task scheduler: at each choice point,
+    the number of runnable tasks with a lower id than the one chosen. (A task runs until it
+    blocks, so no choice ever preempts a runnable task: these are what a schedule does
+    differently, and what a delay bound counts.)"""
+    return sum(bin(mask & ((1 << tid) - 1)).count("1") for tid, mask in choices)
+
+
+class Runner:
+    def __init__(self, cfg, log: io.TextIOBase | None = None) -> None:
+        self.cfg = cfg
+        self.typed = OmegaConf.to_object(cfg)
+        self.models: dict = {}
+        self.oracle = Oracle.for_config(cfg)
+        self.sample = float(cfg.oracle.sample)
+        self.log = log if log is not None else io.StringIO()
+
+    def run(self, strategy) -> Result | None:
+        """The run's row, or None when the strategy cut it (the dfs reduction)."""
+        sup = SimSupervisor(self.cfg, None, strategy, self.typed, self.models)
+        # the ranks' warnings go to the exploration's log, not to the screen
+        with contextlib.redirect_stderr(self.log):
+            out = sup.run()
+        verdict, reason = out["verdict"], out["reason"]
+        if verdict == "pruned":
+            return None
+        checked, bad = self.check(sup.driver)
+        if verdict == "served" and bad:
+            verdict, reason = "mismatch", f"oracle: {bad[0]}"
+        row = {
+            "verdict": verdict,
+            "reason": reason,
+            "cycle": (out.get("postmortem") or {}).get("cycle"),
+            "tokens": sup.driver.tokens,
+            "served": sup.driver.count("served"),
+            "tokens_checked": checked,
+            "steps": out["sim"]["steps"],
+            "virtual_s": out["sim"]["virtual_s"],
+        }
+        s = sup.sched
+        return Result(row, list(s.choices))
+
+    def check(self, driver) -> tuple[int, list]:
+        """Every served request's tokens against the reference (oracle.sample of them)."""
+        served = [r for r in driver.records.values() if r.outcome == "served"]
+        keep = set(sample_rids([r.req.rid for r in served], self.sample, int(self.cfg.seed)))
+        checked, bad = 0, []
+        for rec in served:
+            if rec.req.rid in keep:
+                checked += len(rec.output)
+                bad += self.oracle.check(rec.req.prompt, rec.output, rec.req.rid)
+        return checked, bad
