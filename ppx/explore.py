@@ -35,7 +35,8 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as e:
         print(f"ppx: config error: {e}", file=sys.stderr)
         sys.exit(2)
-    from ppx.sim.explore import explore, summary_of, write_summary
+    from ppx.sim.explore import explore, summary_of
+    from ppx.sim.report import write_summary
     from ppx.sim.schedule import config_hash
 
     hc = HydraConfig.get()

@@ -45,8 +45,8 @@ class MergeShards(Callback):
     def on_multirun_end(self, config, **kwargs) -> None:
         if int(config.explore.shards) <= 1:
             return  # a sweep of other keys: each job is a whole exploration
-        from ppx.sim.explore import finish, summary_dict, write_summary
         from ppx.sim.merge import merge, read_shard
+        from ppx.sim.report import finish, summary_dict, write_summary
 
         sweep = str(config.hydra.sweep.dir)
         sums, shards = [], []

@@ -79,7 +79,7 @@ def test_a_schedule_found_on_the_idle_clock_replays_with_its_printed_command(tmp
     from explore_helpers import replay
 
     from ppx.config import ConfigError
-    from ppx.sim.explore import replay_command
+    from ppx.sim.report import replay_command
 
     lap = [*SMALL_DFS, "engine/ordering=blocking_lap", "explore.bound=6", ALL]
     ex = explore_in(tmp_path / "ex", *lap)
