@@ -24,7 +24,7 @@ import os
 
 import pandas as pd
 import pytest
-from ppx_helpers import GLOO_WATCH, assert_refused, design, on_gloo
+from ppx_helpers import GLOO_WATCH, SHORT_PREFIXES, assert_refused, design, on_gloo
 
 from ppx.core import Entry, Req, SlotBatch
 from ppx.engine.cache.kv import KVCache
@@ -100,12 +100,7 @@ BASE = [
     "faults=host_prefetch",
     "faults.pool_rank=2",
     "faults.pool_tokens=64",
-    "workload.num_prefixes=2",
-    "workload.prefix_len=24",
-    "workload.num_requests=12",
-    "workload.concurrency=1",
-    "workload.max_new=8",
-    "engine.livelock_passes=24",
+    *SHORT_PREFIXES,
     "engine.kv.host_tier=true",
     "engine.kv.prefetch_ms=[2,2,20]",
     "engine.admission.void=keep_running",
