@@ -35,8 +35,8 @@ SIM = [
 PARTIAL = "engine.admission.retraction=partial"
 # what the simulator's seeded schedule of this workload gives (deterministic; replayable)
 WIDTH_STOP = (
-    "proxy width check: rank1 slot=0 pass=22 rows=64 vs tokens=56; upstream batch [3, 4] "
-    "vs local [3]"
+    "proxy width check: rank1 slot=1 pass=23 rows=17 vs tokens=8; upstream batch [4, 5] "
+    "vs local [5]"
 )
 
 
@@ -118,7 +118,7 @@ def test_red_a_follower_that_excludes_every_entry_wedges_the_proxy(engine):
 def test_green_the_voided_pass_with_the_rid_guard_serves(engine):
     s, _ = engine(*SIM, "engine/guard=rid")
     assert (s["verdict"], s["served"], s["submitted"]) == ("served", 24, 24)
-    assert (s["voids"], s["exclusions"], s["oracle_mismatches"]) == (10, 0, 0)
+    assert (s["voids"], s["exclusions"], s["oracle_mismatches"]) == (16, 0, 0)
 
 
 def test_red_over_real_gloo_stops_by_name(ppx_run):

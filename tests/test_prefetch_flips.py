@@ -214,7 +214,9 @@ def test_red_group_pp_voids_the_tp_phase_green_group_serves_with_flips_at_pp3(en
     green, d = engine(*flips)
     assert green["verdict"] == "served", green["reason"]
     assert green["served"] == 12 and green["oracle_mismatches"] == 0 and green["flips"] >= 4
-    assert green["voids"] == 0 and green["prefetch_floor_admits"] > 0
+    # the floor decided every admission it deferred: covered by the group, or clamped to what
+    # the group holds when the bound ran out (which of the two depends on the schedule)
+    assert green["voids"] == 0 and green["prefetch_floor_admits"] + green["prefetch_clamped"] > 0
     ev = pd.read_parquet(os.path.join(d, "events.parquet"))
     deferred = ev[(ev.kind == "prefetch_defer") & (ev["rank"] == 0)]
     assert (deferred.epoch % 2 == 1).any()  # deferred in a TP phase (odd epochs), not voided
