@@ -57,6 +57,15 @@ class Cells:
         if self.per_slot:
             self.cells[self.slot_now if slot is None else slot] = req
 
+    def seat_carried(self, order: list[Req]) -> None:
+        """A cutover carried these continuations un-retracted: the pointer names the first,
+        and per_slot, the cells take them in order (a one-slot plan seats one; the others
+        stay resident with no cell, the state sgl-project#959's assert found)."""
+        self.chunked = order[0]
+        if self.per_slot:
+            for slot, req in enumerate(order[: self.num_slots]):
+                self.cells[slot] = req
+
     def placed_chunk(self, req: Req, slot: int, final: bool) -> None:
         if final:
             if self.chunked is req:

@@ -196,10 +196,7 @@ class FlipControl:
         carry(self.ctx, old_cache, carried, target, pass_id)
         first = pointer if pointer in carried else carried[0]
         order = [first] + [r for r in carried if r is not first]
-        s.resume_chunked(first, 0)
-        if s.per_slot:
-            for slot, req in enumerate(order[: s.num_slots]):
-                s.cells[slot] = req
+        s.seat_carried(order)
         self.continuation.carried += len(carried)
         self.ctx.events.emit(
             "flip_carry",
