@@ -1,7 +1,7 @@
 """The rank: setup, the pass loop, teardown.
 
 A gloo/nccl rank is a process spawned by the supervisor with explicit arguments (never
-re-running Hydra), `rank_main`; a simulated rank is a task of ppx.sim running the very same
+re-running Hydra), `rank_main` in ppx/engine/process.py; a simulated rank is a task of ppx.sim running the very same
 `RankLoop` over a SimTransport. Every exit path records why on the status board and in the
 rank's report.
 """
