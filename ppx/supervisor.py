@@ -14,12 +14,14 @@ from omegaconf import OmegaConf
 
 from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
-from ppx.engine.rank import RankArgs, rank_main
+from ppx.engine.process import rank_main
+from ppx.engine.rank import RankArgs
 from ppx.frontend.driver import Driver
 from ppx.frontend.workloads import make_workload
 from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
+from ppx.watch.sampler import sample
 from ppx.watch.watchdog import Watchdog
 
 METRICS_EVERY_S = 0.5
@@ -64,7 +66,7 @@ class Supervisor:
             # rank is a fork of that clean state: a rank boots in tens of ms instead of a fresh
             # interpreter's seconds. Never `fork` the supervisor itself: it runs threads (queue
             # feeders, W&B), and a fork copies their locks mid-flight.
-            ctx.set_forkserver_preload(["ppx.engine.rank"])
+            ctx.set_forkserver_preload(["ppx.engine.process"])
         self.in_q, self.out_q = ctx.Queue(), ctx.Queue()
         port = free_port()
         self.procs = []
@@ -157,52 +159,14 @@ class Supervisor:
         return []
 
     def _sample(self, now: float) -> None:
-        b, t = self.board, round(now - self.t0, 3)
-        prev = self.metrics[-1] if self.metrics else None
-        group = {
-            "t_s": t,
-            "rank": -1,
-            "phase": "pp",
-            "epoch": 0,
-            "passes": 0,
-            "tokens": self.driver.tokens,
-            "finished": self.driver.count("served"),
-            "voids": 0,
-            "flips": 0,
-            "retractions": 0,
-        }
-        for r in range(self.world):
-            f = b.fields(r)
-            row = {
-                "t_s": t,
-                "rank": r,
-                "phase": "tp" if int(f[F.PHASE]) else "pp",
-                "epoch": int(f[F.EPOCH]),
-                "passes": int(f[F.PASS]),
-                "tokens": int(f[F.TOKENS]),
-                "finished": int(f[F.FINISHED]),
-                "voids": int(f[F.VOIDS]),
-                "flips": int(f[F.FLIPS]),
-                "retractions": int(f[F.RETRACTIONS]),
-                "out_tok_s": 0.0,
-            }
-            self.metrics.append(row)
-            group["passes"] += row["passes"]
-            group["retractions"] += row["retractions"]
-            if r == 0:
-                group.update(
-                    phase=row["phase"], epoch=row["epoch"], voids=row["voids"], flips=row["flips"]
-                )
-        last = (
-            next((m for m in reversed(self.metrics[: -self.world]) if m["rank"] == -1), None)
-            if prev
-            else None
+        sample(
+            self.board,
+            self.world,
+            round(now - self.t0, 3),
+            self.driver.tokens,
+            self.driver.count("served"),
+            self.metrics,
         )
-        dt = t - last["t_s"] if last else t
-        group["out_tok_s"] = (
-            (group["tokens"] - (last["tokens"] if last else 0)) / dt if dt > 0 else 0.0
-        )
-        self.metrics.append(group)
 
     def run(self) -> dict:
         """Returns the raw outcome; the caller (run.py) writes the store."""

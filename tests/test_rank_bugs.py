@@ -21,7 +21,7 @@ GLOO = ["+exp=micro_load", "engine.transport=gloo", "pp=2", "workload.num_reques
 PLANTED = [*GLOO, "engine.start_method=spawn"]
 
 RAISE_IN_RANK1 = """
-    import ppx.engine.rank as rank_mod
+    import ppx.engine.process as rank_mod
     from ppx.engine.scheduler import Scheduler
 
     _main = rank_mod.rank_main

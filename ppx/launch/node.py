@@ -19,7 +19,8 @@ import time
 from omegaconf import OmegaConf
 
 from ppx.engine.board import Board
-from ppx.engine.rank import RankArgs, _die_with_parent, rank_main
+from ppx.engine.process import die_with_parent, rank_main
+from ppx.engine.rank import RankArgs
 from ppx.launch.mirror import pull_row
 from ppx.launch.store import TorchrunEnv, get_text, has, pack_row, spec_of
 from ppx.watch.postmortem import pyspy_dump
@@ -39,7 +40,7 @@ def _stacks(p, stack_path: str) -> str:
 
 
 def serve_node(cfg, run_dir: str, env: TorchrunEnv) -> int:
-    _die_with_parent()  # killing this node's torchrun kills its agent, and so its rank
+    die_with_parent()  # killing this node's torchrun kills its agent, and so its rank
     r, spec = env.rank, spec_of(env)
     local = os.path.join(run_dir, "nodes", f"rank{r}")  # this node's own files
     os.makedirs(os.path.join(local, "ranks"), exist_ok=True)

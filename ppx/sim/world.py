@@ -19,7 +19,8 @@ from omegaconf import OmegaConf
 
 from ppx.core import stop_verdict
 from ppx.engine.board import Board
-from ppx.engine.rank import RankArgs, serve, write_report
+from ppx.engine.process import write_report
+from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
 from ppx.frontend.workloads import make_workload

@@ -13,27 +13,14 @@ and any summary column, choice or override (`voids: 0`, `retractions: ">0"`, `gu
 
 from __future__ import annotations
 
-import math
-import operator
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from ppx.analysis.load import load_events, load_requests, override_value
-from ppx.analysis.postmortem import cycle_ranks, cycle_words, load_postmortem
-from ppx.study.spec import norm_key, value_text
+from ppx.analysis.load import load_requests
+from ppx.study.rowcheck import OPS, check_value, fmt_when, lookup, norm_value, select
 
-OPS = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
-_CMP = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*$")
 RESERVED = {"when", "name", "why", "compare", "lhs", "rhs", "op", "agg", "same_outputs"}
 RESERVED |= {"same_verdict_as"}
 
@@ -51,126 +38,6 @@ class Result:
         return "MET" if self.met else "NOT MET"
 
 
-def _norm(value: Any) -> str | None:
-    if value is None or (not isinstance(value, (list, dict)) and pd.isna(value)):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    text = value_text(value)
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        text = text[1:-1]
-    return {"True": "true", "False": "false"}.get(text, text)
-
-
-def lookup(row: pd.Series, key: str) -> Any:
-    """A run's value for an override key: its recorded override first (what was asked
-    for), then the frame column of the same name or the choice it maps to (`engine/guard`
-    -> `guard`), so defaults that were never overridden still match."""
-    return override_value(row, norm_key(key))
-
-
-def select(df: pd.DataFrame, when: dict[str, Any] | None) -> pd.DataFrame:
-    if not when:
-        return df
-    mask = []
-    for _, row in df.iterrows():
-        ok = True
-        for key, want in when.items():
-            wants = want if isinstance(want, list) else [want]
-            if _norm(lookup(row, key)) not in {_norm(w) for w in wants}:
-                ok = False
-                break
-        mask.append(ok)
-    return df[pd.Series(mask, index=df.index, dtype=bool)] if len(df) else df
-
-
-def _fmt_when(when: dict[str, Any] | None) -> str:
-    if not when:
-        return "all runs"
-    return " ".join(f"{k}={v}" for k, v in when.items())
-
-
-def _run_cycle(row: pd.Series) -> str | None:
-    cycle = row.get("cycle")
-    if isinstance(cycle, str) and cycle:
-        return cycle
-    run_dir = row.get("run_dir")
-    return load_postmortem(run_dir).cycle if isinstance(run_dir, str) else None
-
-
-def check_value(row: pd.Series, key: str, want: Any) -> tuple[bool, str]:
-    """One per-run check; returns (holds, what was seen)."""
-    if key in ("verdict", "verdict_in"):
-        wants = want if isinstance(want, list) else [want]
-        have = str(row.get("verdict"))
-        return have in {str(w) for w in wants}, f"verdict={have}"
-    if key == "cycle_ranks":
-        have = cycle_ranks(_run_cycle(row))
-        return have == sorted(int(r) for r in want), f"cycle ranks={have}"
-    if key == "reason_contains":
-        # Case-insensitive substring of the run's `reason`; a list means "one of".
-        wants = want if isinstance(want, list) else [want]
-        reason = row.get("reason")
-        have = "" if reason is None or pd.isna(reason) else str(reason)
-        ok = any(str(w).lower() in have.lower() for w in wants)
-        return ok, f"reason={have!r}"
-    if key == "event_sequence":
-        specs = want if isinstance(want, list) else [want]
-        seen = [_event_sequence(row, spec) for spec in specs]
-        ok = all(have == [_num(v) for v in spec["seq"]] for have, spec in zip(seen, specs))
-        return ok, "; ".join(f"{_fmt_spec(sp)}: {h}" for h, sp in zip(seen, specs))
-    if key == "cycle_kinds":
-        words = cycle_words(_run_cycle(row))
-        missing = [k for k in want if str(k).lower() not in words]
-        return not missing, f"cycle words={sorted(words)}"
-    have = lookup(row, key)  # a summary column, a choice, or an override key
-    if have is None and key not in row.index:
-        return False, f"no column {key!r}"
-    if isinstance(want, str) and (m := _CMP.match(want)):
-        num = pd.to_numeric(pd.Series([have]), errors="coerce").iloc[0]
-        ok = pd.notna(num) and OPS[m.group(1)](float(num), float(m.group(2)))
-        return bool(ok), f"{key}={have}"
-    if isinstance(want, list):
-        return _norm(have) in {_norm(w) for w in want}, f"{key}={have}"
-    if want is None:
-        return _norm(have) is None, f"{key}={have}"
-    if isinstance(want, (int, float)) and not isinstance(want, bool):
-        num = pd.to_numeric(pd.Series([have]), errors="coerce").iloc[0]
-        return bool(pd.notna(num) and math.isclose(float(num), want)), f"{key}={have}"
-    return _norm(have) == _norm(want), f"{key}={have}"
-
-
-def _num(value: Any) -> Any:
-    text = str(value)
-    return int(text) if re.fullmatch(r"-?\d+", text) else text
-
-
-def _fmt_spec(spec: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in spec.items() if k != "seq")
-
-
-def _event_sequence(row: pd.Series, spec: dict[str, Any]) -> list[Any]:
-    """What an `event_sequence` spec reads off one run's events.parquet, in order: events of
-    `kind` (optionally only rank `rank`, rid `rid`), the first group of `field` (a regex) in
-    each event's detail, as ints where they are numbers. E.g. rank 0's told for rid 1, from its
-    `admit` events: {kind: admit, rank: 0, rid: 1, field: "prefix_len=(-?\\d+)", seq: [120, 64, 50]}."""
-    run_dir = row.get("run_dir")
-    ev = load_events(str(run_dir)) if isinstance(run_dir, str) else pd.DataFrame()
-    if ev.empty:
-        return []
-    ev = ev[ev["kind"] == spec["kind"]]
-    for col in ("rank", "rid"):
-        if col in spec:
-            ev = ev[ev[col] == int(spec[col])]
-    pattern = re.compile(str(spec.get("field", "(.*)")))
-    out = []
-    for detail in ev["detail"].astype(str):
-        m = pattern.search(detail)
-        if m is not None:
-            out.append(_num(m.group(1)))
-    return out
-
-
 def _describe(exp: dict[str, Any], named: bool = True) -> str:
     """The expectation's `name` (when it has one and `named`), else what it checks."""
     if named and exp.get("name"):
@@ -178,17 +45,17 @@ def _describe(exp: dict[str, Any], named: bool = True) -> str:
     if "compare" in exp:
         agg = exp.get("agg", "mean")
         text = (
-            f"{agg} {exp['compare']} [{_fmt_when(exp.get('lhs'))}] {exp.get('op', '<')} "
-            f"[{_fmt_when(exp.get('rhs'))}]"
+            f"{agg} {exp['compare']} [{fmt_when(exp.get('lhs'))}] {exp.get('op', '<')} "
+            f"[{fmt_when(exp.get('rhs'))}]"
         )
-        return text + (f" within {_fmt_when(exp['when'])}" if exp.get("when") else "")
+        return text + (f" within {fmt_when(exp['when'])}" if exp.get("when") else "")
     items = [(k, v) for k, v in exp.items() if k not in RESERVED]
     if exp.get("same_outputs"):
         items.append(("same_outputs", True))
     if exp.get("same_verdict_as"):
-        items.append(("same_verdict_as", _fmt_when(exp["same_verdict_as"])))
+        items.append(("same_verdict_as", fmt_when(exp["same_verdict_as"])))
     checks = ", ".join(f"{k}: {v}" for k, v in items)
-    return f"{_fmt_when(exp.get('when'))} -> {checks or '(no checks)'}"
+    return f"{fmt_when(exp.get('when'))} -> {checks or '(no checks)'}"
 
 
 def _check_compare(df: pd.DataFrame, exp: dict[str, Any]) -> tuple[bool, str]:
@@ -203,7 +70,7 @@ def _check_compare(df: pd.DataFrame, exp: dict[str, Any]) -> tuple[bool, str]:
         part = select(scope, exp.get(side))
         vals = pd.to_numeric(part[metric], errors="coerce").astype("float64").dropna()
         if vals.empty:
-            return False, f"{side} [{_fmt_when(exp.get(side))}] has no runs with {metric}"
+            return False, f"{side} [{fmt_when(exp.get(side))}] has no runs with {metric}"
         sides.append((float(vals.agg(agg)), len(vals)))
     (lv, ln), (rv, rn) = sides
     ok = OPS[op](lv, rv)
@@ -258,7 +125,7 @@ def _check_twins(
     ident = [k for k in labels if k not in twin]
     if not ident:
         return False, "same_verdict_as needs cell labels that identify a twin", []
-    key = lambda row: tuple(_norm(lookup(row, k)) for k in ident)  # noqa: E731
+    key = lambda row: tuple(norm_value(lookup(row, k)) for k in ident)  # noqa: E731
     twins = {key(row): row for _, row in select(df, twin).iterrows()}
     failing, seen = [], []
     for _, row in runs.iterrows():
@@ -268,7 +135,7 @@ def _check_twins(
             failing.append(str(row.get("run_dir")))
             who = " ".join(f"{k}={lookup(row, k)}" for k in ident)
             seen.append(f"{who}: {row.get('verdict')} vs {theirs or 'no twin'}")
-    detail = f"{len(runs) - len(failing)}/{len(runs)} runs end as their twin [{_fmt_when(twin)}]"
+    detail = f"{len(runs) - len(failing)}/{len(runs)} runs end as their twin [{fmt_when(twin)}]"
     return not failing, detail + ("; " + "; ".join(seen[:5]) if seen else ""), failing
 
 
@@ -288,7 +155,7 @@ def check_expectations(
             continue
         runs = select(df, exp.get("when"))
         if runs.empty:
-            detail = f"no run matches {_fmt_when(exp.get('when'))}"
+            detail = f"no run matches {fmt_when(exp.get('when'))}"
             results.append(Result(i, desc, False, checked + detail))
             continue
         checks = {k: v for k, v in exp.items() if k not in RESERVED}
