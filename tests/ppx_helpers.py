@@ -138,6 +138,18 @@ SKEW_400 = [
 ]
 
 # two short shared prefixes, one request at a time: a small pool cannot keep both
+# #791's forwarded slice 1 behind a row-count-only width check: rank 1 walks its own queue
+# (newest first, faults.lifo_rank), so under engine.admission.batch_order=queue it runs rank 0's
+# rids in another order at an equal width and only the oracle sees it
+QUEUE_ORDER = [
+    "pp=2",
+    "engine/ordering=decision_first",
+    "engine/admission=forwarded",
+    "workload.num_requests=8",
+    "workload.concurrency=4",
+    "faults.lifo_rank=1",
+    "engine.width_check=rows",
+]
 SHORT_PREFIXES = [
     "workload.num_prefixes=2",
     "workload.prefix_len=24",

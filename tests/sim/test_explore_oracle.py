@@ -8,6 +8,7 @@ import os
 
 import pytest
 from explore_helpers import explore_in, explorer_cfg, replay
+from ppx_helpers import QUEUE_ORDER
 
 from ppx.engine.cache.kv import KVCache
 from ppx.sim.runner import Runner
@@ -15,16 +16,7 @@ from ppx.sim.strategy import RandomStrategy
 
 # #791's forwarded slice 1: the follower walks its own queue (newest first), the same rids in
 # another order under an equal width, behind a row-count check: only the tokens show it
-ORDER = [
-    "pp=2",
-    "engine/ordering=decision_first",
-    "engine/admission=forwarded",
-    "workload.num_requests=8",
-    "workload.concurrency=4",
-    "faults.lifo_rank=1",
-    "engine.width_check=rows",
-    "explore.schedules=6",
-]
+ORDER = [*QUEUE_ORDER, "explore.schedules=6"]
 
 
 def test_wrong_tokens_are_a_mismatch_failure_whose_schedule_replays_to_mismatch(tmp_path):

@@ -7,6 +7,7 @@ import json
 import os
 
 from explore_helpers import explore_in
+from ppx_helpers import QUEUE_ORDER
 
 from ppx.sim.runner import Result
 from ppx.sim.scheduler import Scheduler
@@ -56,13 +57,7 @@ def test_a_random_failure_shrinks_to_its_one_needed_deviation():
 
 def test_the_explorer_saves_every_failure_shrunk_beside_the_original(tmp_path):
     order = [
-        "pp=2",
-        "engine/ordering=decision_first",
-        "engine/admission=forwarded",
-        "workload.num_requests=8",
-        "workload.concurrency=4",
-        "faults.lifo_rank=1",
-        "engine.width_check=rows",
+        *QUEUE_ORDER,
         "engine.admission.batch_order=queue",
         "explore.schedules=3",
     ]

@@ -8,7 +8,7 @@ import random
 
 import pytest
 import torch
-from ppx_helpers import compose, outputs
+from ppx_helpers import QUEUE_ORDER, compose, outputs
 
 from ppx.core import ForwardInputs
 from ppx.engine.model.factory import build_stage, reference
@@ -135,16 +135,7 @@ def test_engine_runs_serve_the_oracles_tokens_on_sim_and_gloo(engine):
 def test_the_oracle_sees_a_corrupt_token_and_permuted_rows(engine):
     bad, _ = engine(*SMALL, "pp=3", "faults=corrupt_token")
     assert bad["verdict"] == "mismatch" and "rid 0 token 1" in bad["reason"], bad["reason"]
-    order = [
-        "pp=2",
-        "engine/ordering=decision_first",
-        "engine/admission=forwarded",
-        "workload.num_requests=8",
-        "workload.concurrency=4",
-        "workload.max_new=4",
-        "faults.lifo_rank=1",
-        "engine.width_check=rows",
-    ]
+    order = [*QUEUE_ORDER, "workload.max_new=4"]
     red, _ = engine(*SMALL, *order, "engine.admission.batch_order=queue")
     green, _ = engine(*SMALL, *order, "engine.admission.batch_order=decision")
     assert red["verdict"] == "mismatch" and red["reason"].startswith("oracle: rid"), red["reason"]
