@@ -18,6 +18,7 @@ from ppx.engine.process import rank_main
 from ppx.engine.rank import RankArgs
 from ppx.frontend.driver import Driver
 from ppx.frontend.workloads import make_workload
+from ppx.launch.children import stop_children
 from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
@@ -288,26 +289,7 @@ class Supervisor:
         }
 
     def _teardown(self) -> None:
-        """Every child goes, on every path: terminate, then kill what is left."""
-        procs = getattr(self, "procs", [])
-        deadline = time.time() + (
-            3.0 if getattr(self, "driver", None) and self.driver.shutdown_sent else 0.0
-        )
-        for p in procs:
-            p.join(timeout=max(0.0, deadline - time.time()))
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(timeout=2.0)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=2.0)
-        if self.mirror is not None:  # remote ranks: their agents publish exit and report
-            for p in self.mirror.remote:
-                p.join(timeout=10.0)
-            self.mirror.close()
-        for q in (getattr(self, "in_q", None), getattr(self, "out_q", None)):
-            if q is not None:
-                q.cancel_join_thread()
-                q.close()
+        """Every child goes, on every path (a rank told to shut down gets 3 s to leave)."""
+        told = getattr(self, "driver", None) is not None and self.driver.shutdown_sent
+        queues = (getattr(self, "in_q", None), getattr(self, "out_q", None))
+        stop_children(getattr(self, "procs", []), 3.0 if told else 0.0, self.mirror, queues)
