@@ -1,1 +1,2 @@
-"""Starting ranks beyond one machine: torchrun workers and the c10d store between them."""
+"""Launching and ending ranks: torchrun workers and the c10d store between them (beyond one
+machine), and the end of every child process a run started (children.py)."""
