@@ -158,6 +158,18 @@ SHORT_PREFIXES = [
     "workload.max_new=8",
     "engine.livelock_passes=24",
 ]
+# #1175's host-tier prefetch: every rank's 64-token pool evicts the two short prefixes to its
+# host tier and a forwarded group reloads them (add pp and engine.kv.prefetch_ms per rank)
+HOST_PREFETCH = [
+    "engine/ordering=decision_first",
+    "engine/admission=forwarded",
+    "engine.admission.on_refusal=stop",
+    "faults=host_prefetch",
+    "faults.pool_tokens=64",
+    "engine.kv.pool_tokens=64",
+    *SHORT_PREFIXES,
+    "engine.kv.host_tier=true",
+]
 # rank 1's pool is too small to keep them; rank 0 keeps both, so rank 0 keeps telling a
 # prefix rank 1 no longer has (the README's `D`, family B of the admission matrix)
 SHORT_SKEW = ["faults=pool_skew", "faults.pool_tokens=64", *SHORT_PREFIXES]

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
-from ppx_helpers import SHORT_PREFIXES, assert_refused, design, typed_cfg
+from ppx_helpers import HOST_PREFETCH, assert_refused, design, typed_cfg
 
 from ppx.core import Kind, Message, Req
 from ppx.engine.admission.decision import DecisionPolicy
@@ -32,14 +32,7 @@ from ppx.protocol.registry import Protocol
 
 PF3 = [
     "pp=3",
-    "engine/ordering=decision_first",
-    "engine/admission=forwarded",
-    "engine.admission.on_refusal=stop",
-    "faults=host_prefetch",
-    "faults.pool_tokens=64",
-    "engine.kv.pool_tokens=64",
-    *SHORT_PREFIXES,
-    "engine.kv.host_tier=true",
+    *HOST_PREFETCH,
     "engine.kv.prefetch_ms=[2,300,300]",
     "engine.transport=sim",
     "flip=every_40_passes",

@@ -13,7 +13,7 @@ import os
 
 import pandas as pd
 import pytest
-from ppx_helpers import SHORT_PREFIXES, compose
+from ppx_helpers import HOST_PREFETCH, compose
 
 from ppx.config import ConfigError
 from ppx.core import Req
@@ -31,18 +31,7 @@ from ppx.protocol.prefetch_carrier import (
     read_query,
 )
 
-HOST = [
-    "pp=2",
-    "engine/ordering=decision_first",
-    "engine/admission=forwarded",
-    "engine.admission.on_refusal=stop",
-    "faults=host_prefetch",
-    "faults.pool_tokens=64",
-    "engine.kv.pool_tokens=64",
-    *SHORT_PREFIXES,
-    "engine.kv.host_tier=true",
-    "engine.kv.prefetch_ms=[2,300]",
-]
+HOST = ["pp=2", *HOST_PREFETCH, "engine.kv.prefetch_ms=[2,300]"]
 SIM = [*HOST, "engine.transport=sim"]
 RED_REASON = "forwarded refusal (on_refusal=stop): rank1 slot="
 
