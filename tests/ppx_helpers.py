@@ -243,3 +243,25 @@ def make_guard(
         on_escalate,
         unit=proto.of(GuardUnit),
     )
+
+
+class Clock:
+    """A settable clock for a host tier: a test moves `now` to land or withhold a load."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def serve_once(cache, rid: int, tokens: list[int]) -> None:
+    """Admit, compute, commit and release one request, leaving its prefix in `cache`'s tree."""
+    from ppx.core import Req
+
+    r = Req(rid, tokens, max_new=1)
+    cache.admit(r, cache.tree_match(tokens), need=len(tokens) + 1)
+    cache.extend(r, r.seq_len - r.computed)
+    cache.commit(r)
+    r.output.append(0)
+    cache.release(r)

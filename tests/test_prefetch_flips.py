@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
-from ppx_helpers import HOST_PREFETCH, assert_refused, design, typed_cfg
+from ppx_helpers import HOST_PREFETCH, Clock, assert_refused, design, serve_once, typed_cfg
 
 from ppx.core import Kind, Message, Req
 from ppx.engine.admission.decision import DecisionPolicy
@@ -43,34 +43,17 @@ TP_RED = (
 )
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _cache(clock: Clock) -> KVCache:
     c = KVCache(num_layers=1, pool_tokens=24, kv_heads=1, head_dim=2, max_reqs=4, max_context=64)
     c.host = HostTier(c.k, c.v, 0.3, clock)
     return c
 
 
-def _serve(c: KVCache, rid: int, tokens: list[int]) -> None:
-    r = Req(rid, tokens, max_new=1)
-    c.admit(r, c.tree_match(tokens), need=len(tokens) + 1)
-    c.extend(r, r.seq_len - r.computed)
-    c.commit(r)
-    r.output.append(0)
-    c.release(r)
-
-
 def _evicted(clock: Clock) -> tuple[KVCache, list[int]]:
     """A follower's PP-layout cache whose 24-token prefix went to the host tier."""
     c = _cache(clock)
     prefix = list(range(1, 25))
-    _serve(c, 0, prefix)
+    serve_once(c, 0, prefix)
     c.free += c.tree.evict(c.tree.size, c.host.save)
     return c, prefix
 

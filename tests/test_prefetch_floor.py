@@ -13,7 +13,7 @@ import os
 
 import pandas as pd
 import pytest
-from ppx_helpers import HOST_PREFETCH, compose
+from ppx_helpers import HOST_PREFETCH, Clock, compose, serve_once
 
 from ppx.config import ConfigError
 from ppx.core import Req
@@ -89,21 +89,6 @@ def test_the_carrier_defers_then_clamps_at_the_bound_and_counts():
 
 
 # -- a follower's measurement on a real cache + host tier -----------------------------------
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _serve(c, rid, tokens):
-    r = Req(rid, tokens, max_new=1)
-    c.admit(r, c.tree_match(tokens), need=len(tokens) + 1)
-    c.extend(r, r.seq_len - r.computed)
-    c.commit(r)
-    r.output.append(0)
-    c.release(r)
 
 
 def test_a_follower_stamps_pending_then_matched_plus_loaded_then_a_contradiction():
@@ -111,8 +96,8 @@ def test_a_follower_stamps_pending_then_matched_plus_loaded_then_a_contradiction
     c = KVCache(num_layers=1, pool_tokens=24, kv_heads=1, head_dim=2, max_reqs=4, max_context=64)
     c.host = HostTier(c.k, c.v, 0.25, clock)
     a = list(range(1, 13))
-    _serve(c, 0, a)
-    _serve(c, 1, list(range(100, 115)))  # a goes to the host
+    serve_once(c, 0, a)
+    serve_once(c, 1, list(range(100, 115)))  # a goes to the host
     c.free += c.tree.evict(c.tree.size, c.host.save)
     f, req = Carrier(rank=1, world=2, bound_s=1.0), Req(5, a + [99], max_new=1)
     assert f.measure(c, req) == (0, PENDING)  # its load started: no number
