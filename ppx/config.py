@@ -227,6 +227,12 @@ class ExploreCfg:
     workers: int = 1  # ppx.explore: local processes the schedules are sharded over
     shard: int = 0  # a launcher job's shard (of `shards`): python -m ppx.explore -m ...
     shards: int = 1
+    # scenario generation (ppx/sim/scenarios.py): draw this many scenarios of the design, each
+    # run under `scenario_schedules` schedules; 0: explore the one scenario the config names
+    scenarios: int = 0
+    scenario_schedules: int = 4
+    budget_s: float = 0.0  # scenarios: stop drawing after this many seconds (0: no bound)
+    shrink_s: float = 30.0  # scenarios: seconds Hypothesis may spend shrinking (0: no bound)
 
 
 @dataclass

@@ -43,6 +43,9 @@ def main(cfg: DictConfig) -> None:
     out_dir = hc.runtime.output_dir
     overrides = list(hc.overrides.task)
     t_start = time.time()
+    if int(cfg.explore.scenarios) > 0:  # the explorer draws its own scenarios (scenarios.py)
+        _scenarios(cfg, out_dir, overrides, hc.job.config_name)
+        return
     ex = explore(cfg, out_dir, overrides, config_name=hc.job.config_name)
     s = summary_of(ex, cfg, hc.runtime.choices.get("exp"))
     # what a launcher's merge needs from each job (fanout.MergeShards)
@@ -65,6 +68,19 @@ def main(cfg: DictConfig) -> None:
             f"tree exhausted={d['exhausted']}"
         )
     print(line + f"\nppx.explore: table {os.path.join(out_dir, 'explore.parquet')}", flush=True)
+
+
+def _scenarios(cfg, out_dir: str, overrides: list[str], config_name: str) -> None:
+    from ppx.sim.report import write_summary
+    from ppx.sim.scenarios import explore_scenarios
+
+    s = explore_scenarios(cfg, out_dir, overrides, print, config_name)
+    write_summary(os.path.join(out_dir, "summary.json"), s)
+    groups = ", ".join(f"{k} {v}" for k, v in s["mechanism_groups"].items())
+    print(f"ppx.explore: {s['reason']} in {s['wall_s']}s", flush=True)
+    print(f"ppx.explore: mechanisms (scenarios fired in): {groups}", flush=True)
+    if s["mechanisms_missing"]:
+        print(f"ppx.explore: never fired: {', '.join(s['mechanisms_missing'])}", flush=True)
 
 
 if __name__ == "__main__":

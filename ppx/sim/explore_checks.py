@@ -43,5 +43,13 @@ def check_explore(x) -> None:
         raise ConfigError(
             "explore.workers and explore.shards: a launcher job is one shard, on one process"
         )
+    if x.scenarios < 0 or x.scenario_schedules < 1 or x.budget_s < 0 or x.shrink_s < 0:
+        raise ConfigError(
+            f"explore.scenarios={x.scenarios}, explore.scenario_schedules="
+            f"{x.scenario_schedules}, explore.budget_s={x.budget_s}, explore.shrink_s="
+            f"{x.shrink_s}: scenarios >= 0, schedules per scenario >= 1, seconds >= 0"
+        )
+    if x.scenarios > 0 and (x.workers > 1 or x.shards > 1):
+        raise ConfigError("explore.scenarios runs in one process: set explore.workers=1")
     if x.shrink < 0:
         raise ConfigError(f"explore.shrink={x.shrink}: runs per failure, >= 0 (0: off)")

@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from omegaconf import OmegaConf
 
 from ppx.oracle import Oracle, sample_rids
+from ppx.sim.coverage import counters_of
 from ppx.sim.world import SimSupervisor
 
 COLUMNS = [
@@ -37,6 +38,7 @@ COLUMNS = [
 class Result:
     row: dict  # the explore.parquet row, less `schedule` and `strategy`
     choices: list[tuple[int, int]]
+    counters: dict[str, int] = field(default_factory=dict)  # the counters > 0 (coverage.py)
 
     @property
     def delays(self) -> int:
@@ -97,7 +99,7 @@ class Runner:
             "virtual_s": out["sim"]["virtual_s"],
         }
         s = sup.sched
-        return Result(row, list(s.choices))
+        return Result(row, list(s.choices), counters_of(sup.reports))
 
     def check(self, driver) -> tuple[int, list]:
         """Every served request's tokens against the reference (oracle.sample of them)."""

@@ -1,0 +1,226 @@
+"""`python -m ppx.explore explore.scenarios=N`: the explorer draws its own scenarios.
+
+Hypothesis draws N scenarios (scenario.py) within the composed design; each runs
+`explore.scenario_schedules` schedules (random and PCT by turns). Each scenario's counters
+feed the coverage (coverage.py), and its novelty -- mechanisms that fired in few scenarios so
+far -- is Hypothesis's `target`, so the search climbs toward what has not run yet. The first
+failing schedule stops the search; Hypothesis then shrinks the scenario (a candidate counts as
+failing only with the same failure key), the schedule shrinker (shrink.py) shrinks the
+smallest scenario's schedule, and the pair is saved as `failures/0/scenario.json` (its
+overrides) and `schedule.txt`, replayed exactly once before it is saved, with the command
+that replays it as a full run. `explore.budget_s` bounds the search, `explore.shrink_s`
+Hypothesis's shrink (0: unbounded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import pandas as pd
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings, target
+from hypothesis import seed as hyp_seed
+
+from ppx.config import ConfigError
+from ppx.sim.coverage import Coverage
+from ppx.sim.report import replay_command
+from ppx.sim.runner import COLUMNS, Result, Runner
+from ppx.sim.scenario import Scenario, compose, scenarios
+from ppx.sim.schedule import Schedule, config_hash, save
+from ppx.sim.shrink import shrink
+from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
+
+
+@dataclass
+class Find:
+    scenario: Scenario
+    result: Result
+    strategy: str
+    seed: int
+
+
+class _Failed(Exception):
+    """Raised inside the property: this scenario fails with the failure key searched for."""
+
+
+class ScenarioSearch:
+    def __init__(self, base, log, echo=print) -> None:
+        x = base.explore
+        self.base, self.log, self.echo = base, log, echo
+        self.per = int(x.scenario_schedules)
+        self.seed0 = int(x.seed)
+        self.budget_s, self.shrink_s = float(x.budget_s), float(x.shrink_s)
+        self.coverage = Coverage()
+        self.rows: list[dict] = []
+        self.first: Find | None = None
+        self.best: Find | None = None  # the smallest failing scenario seen (the shrink's)
+        self.found_at: dict = {}
+        self.shrink_runs = 0
+        self.t0 = time.time()
+        self.shrink_t0 = 0.0
+
+    def run_scenario(self, sc: Scenario, record: bool) -> tuple[dict[str, int], Find | None]:
+        """The scenario's schedules; the union of their counters, and its first failure."""
+        cfg = compose(self.base, sc)
+        runner = Runner(cfg, self.log)
+        seen: dict[str, int] = {}
+        tasks, horizon = int(cfg.pp) + 1, 0
+        for j in range(self.per):
+            seed = self.seed0 + j
+            if j % 2 == 0:
+                name, strat = "random", RandomStrategy(seed)
+            else:  # PCT over the length of this scenario's first run, depths 1..3 by turns
+                name, strat = "pct", PctStrategy(seed, 1 + (j // 2) % 3, tasks, max(horizon, 1))
+            res = runner.run(strat)
+            horizon = horizon or len(res.choices)
+            for k, v in res.counters.items():
+                seen[k] = max(seen.get(k, 0), v)
+            if record:
+                n = self.coverage.scenarios
+                self.rows.append(
+                    {"scenario": n, "schedule": len(self.rows), "strategy": name, **res.row}
+                    | {"counters": json.dumps(res.counters, sort_keys=True)}
+                )
+            if res.verdict != "served":
+                return seen, Find(sc, res, name, seed)
+        return seen, None
+
+    def property(self, sc: Scenario) -> None:
+        searching = self.first is None
+        now = time.time()
+        if searching and self.budget_s and now - self.t0 > self.budget_s:
+            return  # out of time: the remaining examples pass at once
+        if not searching and self.shrink_s and now - self.shrink_t0 > self.shrink_s:
+            return  # the shrink's time is spent: the smallest failure so far is kept
+        try:
+            seen, find = self.run_scenario(sc, record=searching)
+        except ConfigError:
+            reject()  # a combination the design refuses: not a scenario of it
+        if searching:
+            target(self.coverage.add(seen), label="novel mechanisms")
+            if find is not None:
+                self.first = self.best = find
+                self.found_at = {
+                    "scenarios": self.coverage.scenarios,
+                    "schedules": len(self.rows),
+                    "s": round(time.time() - self.t0, 3),
+                }
+                self.shrink_t0 = time.time()
+                self.echo(
+                    f"ppx.explore: scenario {self.coverage.scenarios - 1} fails: {find.result.key}"
+                )
+        else:
+            self.shrink_runs += 1
+            if find is None or find.result.key != self.first.result.key:
+                return  # passes, or fails otherwise: not the failure being shrunk
+            if find.scenario.size() <= self.best.scenario.size():
+                self.best = find
+        if find is not None:  # one raise site: Hypothesis tells failures apart by where
+            raise _Failed(find.result.key)
+
+    def search(self, n: int) -> None:
+        prop = given(scenarios(self.base))(self.property)
+        prop = settings(
+            max_examples=n,
+            database=None,
+            deadline=None,
+            verbosity=Verbosity.quiet,
+            phases=(Phase.generate, Phase.target, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+        )(prop)
+        try:
+            hyp_seed(self.seed0)(prop)()
+        except _Failed:
+            pass
+        except Exception as e:  # Hypothesis's own end when a time budget cut the shrink
+            # (a final re-run that passed is `Flaky`): the smallest failure seen is kept
+            if self.first is None:
+                raise
+            print(f"hypothesis: {type(e).__name__}: {e!r}"[:2000], file=self.log)
+
+
+def explore_scenarios(base, out_dir: str, overrides: list[str], echo, config_name: str) -> dict:
+    """Search, shrink, save; the summary.json row of the exploration."""
+    x = base.explore
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "ranks.log"), "w") as log:
+        s = ScenarioSearch(base, log, echo)
+        s.search(int(x.scenarios))
+        wall = time.time() - s.t0
+        failures = {}
+        found = None
+        if s.first is not None:
+            found = _save(s, base, out_dir, overrides, config_name, log, echo)
+            failures[s.first.result.key] = found["schedule"]
+    df = pd.DataFrame(s.rows, columns=["scenario", *COLUMNS, "counters"])
+    df.to_parquet(os.path.join(out_dir, "explore.parquet"), index=False)
+    counts = {k: int(v) for k, v in Counter(df["verdict"]).items()}
+    n = len(df)
+    out = {
+        "scenarios": s.coverage.scenarios,
+        "schedules": n,
+        "wall_s": round(wall, 3),
+        "schedules_per_s": round(n / wall, 2) if wall else None,
+        "verdicts": counts,
+        "tokens_checked": int(df["tokens_checked"].sum()) if n else 0,
+        "failures": failures,
+        "verdict": s.first.result.verdict if s.first else ("served" if n else "none"),
+        "reason": f"{s.coverage.scenarios} scenarios, {n} schedules: {counts}",
+        "found": found,
+        **s.coverage.as_dict(),
+    }
+    return out
+
+
+def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -> dict:
+    """The smallest failing scenario's schedule shrunk, replayed exactly, written."""
+    best, first = s.best, s.first
+    pp = int(base.pp)
+    cfg = compose(base, best.scenario)
+    runner = Runner(cfg, log)
+    sh = shrink(runner, best.result, int(base.explore.shrink))
+    again = runner.run(ReplayStrategy(sh.choices))
+    replayed = again is not None and again.key == best.result.key
+    d = os.path.join(out_dir, "failures", "0")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.abspath(os.path.join(d, "schedule.txt"))
+    over = [*overrides, *best.scenario.overrides(pp)]
+    r = best.result
+    save(path, Schedule(config_hash(cfg), over, best.strategy, best.seed, r.verdict, sh.choices))
+    first_over = [*overrides, *first.scenario.overrides(pp)]
+    save(
+        os.path.join(d, "original.txt"),
+        Schedule(
+            config_hash(compose(base, first.scenario)), first_over, first.strategy, first.seed,
+            first.result.verdict, first.result.choices,
+        ),
+    )  # fmt: skip
+    found = {
+        "key": r.key,
+        "verdict": r.verdict,
+        "reason": r.row["reason"],
+        "to_find": s.found_at,
+        "requests": [first.scenario.num_requests, best.scenario.num_requests],
+        "scenario": best.scenario.as_dict(),
+        "overrides": best.scenario.overrides(pp),
+        "scenario_shrink_runs": s.shrink_runs,
+        "schedule_shrink": {
+            "delays": list(sh.delays), "choice_points": list(sh.length), "runs": sh.runs,
+        },
+        "replayed": replayed,
+        "schedule": path,
+        "replay": replay_command(over, path, config_name),
+    }  # fmt: skip
+    with open(os.path.join(d, "scenario.json"), "w") as fh:
+        json.dump(found, fh, indent=1)
+    echo(
+        f"ppx.explore: failure: {r.key}; scenario shrunk {found['requests'][0]} -> "
+        f"{found['requests'][1]} requests in {s.shrink_runs} runs, schedule {sh.length[0]} -> "
+        f"{sh.length[1]} choice points; replayed exactly: {replayed}"
+    )
+    echo(f"  replay: {found['replay']}")
+    return found

@@ -1,0 +1,88 @@
+"""`explore.scenarios=N`: Hypothesis draws scenarios of the design, the coverage counts the
+mechanisms each fired, a failing scenario shrinks to the least that fails and replays."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+from explore_helpers import explorer_cfg, replay
+
+from ppx.sim.coverage import Coverage, counters_of
+from ppx.sim.scenario import Scenario, compose
+from ppx.sim.scenarios import explore_scenarios
+from ppx.sim.schedule import config_hash
+
+DECISION = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first"]
+EVERYTHING = Scenario(
+    num_requests=3, prefix_len=24, chunk_size=8, max_batch=2, pool_rank=1, pool_tokens=64,
+    host_rank=1, prefetch_ms=50.0, delay_kind="output", delay_rank=2, delay_s=0.02,
+    flip_every=4, max_flips=2, inflight="void",
+)  # fmt: skip
+
+
+def _explore(tmp_path, *overrides: str) -> dict:
+    cfg = explorer_cfg(*overrides)
+    return explore_scenarios(cfg, str(tmp_path), list(overrides), lambda *_: None, "explorer")
+
+
+def test_a_scenario_composes_to_the_config_its_replay_command_composes():
+    base = explorer_cfg(*DECISION)
+    mine = compose(base, EVERYTHING)
+    hydra = explorer_cfg(*DECISION, *EVERYTHING.overrides(3))
+    assert config_hash(mine) == config_hash(hydra)
+    assert mine.flip.enabled and mine.engine.kv.prefetch_ms == [0.0, 50.0, 0.0]
+    # red arm: a scenario that differs in one field is another config
+    other = Scenario(**(EVERYTHING.as_dict() | {"delay_s": 0.05}))
+    assert config_hash(compose(base, other)) != config_hash(mine)
+
+
+def test_counters_take_the_max_of_a_group_event_and_the_sum_of_a_ranks_own():
+    reports = {
+        0: {"voids": 2, "retractions": 1, "cutover_ms": [1.0, 2.0]},
+        1: {"voids": 2, "counters": {"retractions": 3}},
+    }
+    c = counters_of(reports)
+    assert c["voids"] == 2 and c["retractions"] == 4 and c["cutovers"] == 2
+    assert "flips" not in c  # only what fired
+    cov = Coverage()
+    assert cov.add(c) == 3.0  # three mechanisms, none seen before
+    assert cov.add(c) == 1.5  # each seen once: half as novel
+    assert cov.add({}) == 0.0
+    d = cov.as_dict()
+    assert d["mechanisms"]["voids"] == 2 and d["mechanisms"]["flips"] == 0
+    assert "flips" in d["mechanisms_missing"] and "voids" not in d["mechanisms_missing"]
+
+
+def test_a_corrupted_token_is_found_and_shrinks_to_one_request_that_replays(tmp_path):
+    over = [*DECISION, "faults=corrupt_token", "explore.scenarios=20"]
+    over += ["explore.scenario_schedules=1", "explore.shrink_s=20", "explore.shrink=20"]
+    s = _explore(tmp_path / "red", *over)
+    f = s["found"]
+    assert s["verdict"] == "mismatch" and f["key"].startswith("mismatch: oracle")
+    # the corruption hits request 0's token at position 1: one request of two tokens is all
+    assert f["requests"][1] == 1 and f["scenario"]["max_new"] == 2
+    assert f["replayed"]
+    saved = json.load(open(os.path.join(tmp_path, "red", "failures", "0", "scenario.json")))
+    assert saved["overrides"] == f["overrides"]
+    out = replay(
+        tmp_path / "run", [*DECISION, "faults=corrupt_token", *f["overrides"]], f["schedule"]
+    )
+    assert out["verdict"] == "mismatch"
+    # green arm: the same search without the corruption serves every scenario
+    ok = _explore(
+        tmp_path / "green", *DECISION, "explore.scenarios=6", "explore.scenario_schedules=1"
+    )
+    assert ok["verdict"] == "served" and ok["found"] is None and ok["scenarios"] == 6
+
+
+def test_the_mechanisms_count_the_scenarios_whose_runs_fired_them(tmp_path):
+    over = [*DECISION, "engine/guard=rid", "explore.scenarios=12", "explore.scenario_schedules=1"]
+    s = _explore(tmp_path, *over)
+    assert s["verdict"] == "served" and s["scenarios"] == 12
+    df = pd.read_parquet(os.path.join(tmp_path, "explore.parquet"))
+    per = df.groupby("scenario")["counters"].apply(lambda c: set().union(*map(json.loads, c)))
+    for name, n in s["mechanisms"].items():
+        assert n == sum(name in fired for fired in per), name
+    assert sum(s["mechanisms"].values()) > 0  # some mechanism ran: the count is no tautology
