@@ -46,6 +46,12 @@ class _Failed(Exception):
     """Raised inside the property: this scenario fails with the failure key searched for."""
 
 
+class _OutOfTime(Exception):
+    """Raised inside the property once `explore.budget_s` is spent: Hypothesis has no other
+    way to end a search early; it shrinks this "failure" at once (every call raises it
+    without running anything) and re-raises it, and the search ends there."""
+
+
 class ScenarioSearch:
     def __init__(self, base, log, echo=print) -> None:
         x = base.explore
@@ -92,7 +98,7 @@ class ScenarioSearch:
         searching = self.first is None
         now = time.time()
         if searching and self.budget_s and now - self.t0 > self.budget_s:
-            return  # out of time: the remaining examples pass at once
+            raise _OutOfTime
         if not searching and self.shrink_s and now - self.shrink_t0 > self.shrink_s:
             return  # the shrink's time is spent: the smallest failure so far is kept
         try:
@@ -134,7 +140,7 @@ class ScenarioSearch:
         )(prop)
         try:
             hyp_seed(self.seed0)(prop)()
-        except _Failed:
+        except (_Failed, _OutOfTime):
             pass
         except Exception as e:  # Hypothesis's own end when a time budget cut the shrink
             # (a final re-run that passed is `Flaky`): the smallest failure seen is kept
