@@ -1,4 +1,5 @@
-"""Run the mutant zoo (zoo.py): each mutant applied to a temporary copy of ppx, then
+"""Run the mutant zoo (zoo.py): each mutant applied to a temporary copy of ppx (the committed
+tree, HEAD), then
 
 - the suite arm: the mutant's own tests (`Mutant.tests`, `pytest -x`): caught by which test,
 - the scenario arm: `python -m ppx.explore <DESIGN> explore.scenarios=... explore.budget_s=S`
@@ -38,13 +39,12 @@ DESIGN += ["engine/guard=rid"]
 
 
 def copy_tree(dst: str) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "outputs", ".pytest_cache")
-    for name in COPIED:
-        src = os.path.join(ROOT, name)
-        if os.path.isdir(src):
-            shutil.copytree(src, os.path.join(dst, name), ignore=ignore)
-        else:
-            shutil.copy2(src, os.path.join(dst, name))
+    """The committed tree (HEAD), not the working files: a zoo run takes most of an hour,
+    and every mutant must mutate the same code whatever is edited meanwhile."""
+    archive = subprocess.run(
+        ["git", "-C", ROOT, "archive", "HEAD", *COPIED], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", dst], input=archive, check=True)
 
 
 def apply(m: Mutant, root: str) -> None:

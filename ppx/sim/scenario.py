@@ -2,7 +2,8 @@
 
 The design under test (admission, ordering, guard, every protocol switch, pp, the model) is
 the composed config; a scenario draws what a researcher would otherwise pick by hand to reach
-a corner of it: a small workload, pool pressure (`faults.pool_rank`/`pool_tokens`), a host
+a corner of it: a small workload, pool pressure (`engine.kv.pool_tokens` on every rank, and
+one rank's `faults.pool_rank`/`pool_tokens`), a host
 tier whose load-back on one rank is slow, a rank-local retraction (`faults.retract_rid`, where
 the design carries rank 0's decision), a delayed channel, flips (how often, how many, what
 happens to the slots in flight), the chunk size and the batch slots. Drawing and shrinking are
@@ -44,6 +45,7 @@ class Scenario:
     concurrency: int = 1
     chunk_size: int = 64
     max_batch: int = 16
+    pool_all: int = 0  # > 0: every rank's pool (engine.kv.pool_tokens); 0: the design's
     pool_rank: int = -1  # -1: every rank the design's pool
     pool_tokens: int = 0
     host_rank: int = -1  # -1: no host tier; else the rank whose load-back is slow
@@ -69,6 +71,8 @@ class Scenario:
             f"engine.chunk_size={self.chunk_size}",
             f"engine.max_batch={self.max_batch}",
         ]
+        if self.pool_all > 0:
+            o.append(f"engine.kv.pool_tokens={self.pool_all}")
         if self.pool_rank >= 0:
             o += [f"faults.pool_rank={self.pool_rank}", f"faults.pool_tokens={self.pool_tokens}"]
         if self.host_rank >= 0:
@@ -125,6 +129,9 @@ def _draw(data, pp: int, decides: bool) -> Scenario:
         "chunk_size": d(st.sampled_from(CHUNKS)),
         "max_batch": d(st.sampled_from(BATCH_SLOTS)),
     }
+    if d(st.booleans(), label="pool pressure on every rank"):
+        # a request longer than the pool is refused at submission (the run still serves)
+        kw["pool_all"] = d(st.sampled_from(POOL_TOKENS))
     if d(st.booleans(), label="pool pressure"):
         kw |= {
             "pool_rank": d(st.integers(1, pp - 1)),

@@ -14,7 +14,12 @@ from ppx.sim.scenario import Scenario, compose
 from ppx.sim.scenarios import explore_scenarios
 from ppx.sim.schedule import config_hash
 
-DECISION = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first"]
+DECISION = [
+    "pp=3",
+    "engine/admission=decision",
+    "engine/ordering=decision_first",
+    "engine/guard=rid",
+]
 EVERYTHING = Scenario(
     num_requests=3, prefix_len=24, chunk_size=8, max_batch=2, pool_rank=1, pool_tokens=64,
     host_rank=1, prefetch_ms=50.0, delay_kind="output", delay_rank=2, delay_s=0.02,
@@ -78,7 +83,7 @@ def test_a_corrupted_token_is_found_and_shrinks_to_one_request_that_replays(tmp_
 
 
 def test_the_mechanisms_count_the_scenarios_whose_runs_fired_them(tmp_path):
-    over = [*DECISION, "engine/guard=rid", "explore.scenarios=12", "explore.scenario_schedules=1"]
+    over = [*DECISION, "explore.scenarios=12", "explore.scenario_schedules=1"]
     s = _explore(tmp_path, *over)
     assert s["verdict"] == "served" and s["scenarios"] == 12
     df = pd.read_parquet(os.path.join(tmp_path, "explore.parquet"))
