@@ -12,6 +12,7 @@ First the unmutated copy runs the scenario arm (a baseline that must serve). Res
 
   python benchmarks/mutants/run.py [--only NAME,NAME] [--arms scenarios,suite]
                                    [--budget 60] [--out DIR] [--no-baseline]
+  python benchmarks/mutants/run.py --report OUT/results.jsonl [MORE.jsonl]   # the table
 """
 
 from __future__ import annotations
@@ -110,8 +111,9 @@ def replay_verdict(root: str, command: str) -> str:
     return json.load(open(path))["verdict"]
 
 
-def suite_arm(root: str, tests: tuple[str, ...], timeout: float) -> dict:
+def suite_arm(root: str, tests: tuple[str, ...], timeout: float, k: str) -> dict:
     cmd = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-x", "-p", "no:cacheprovider"]
+    cmd += ["-k", k] if k else []
     t0 = time.time()
     try:
         p = subprocess.run(
@@ -141,7 +143,7 @@ def run_one(m: Mutant | None, arms: list[str], args) -> list[dict]:
             if arm == "scenarios":
                 r = scenario_arm(root, args.budget, args.shrink_s)
             else:
-                r = suite_arm(root, m.tests, args.suite_timeout)
+                r = suite_arm(root, m.tests, args.suite_timeout, args.suite_k)
             row = {"mutant": name, "area": m.area if m else "-", "arm": arm, **r}
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -158,14 +160,14 @@ def table(rows: list[dict]) -> str:
         by.setdefault(r["mutant"], {"area": r["area"]})[r["arm"]] = r
     lines = [
         "| mutant | area | suite | scenarios: verdict | scenarios, schedules, s to find "
-        "| requests found -> shrunk | replays |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| requests found -> shrunk | replays (exact / as a run) | failure |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, d in by.items():
         su, sc = d.get("suite"), d.get("scenarios")
         suite = "-" if su is None else (su["test"] or "caught") if su["caught"] else "survived"
         if sc is None:
-            cells = ["-", "-", "-", "-"]
+            cells = ["-", "-", "-", "-", "-"]
         elif sc["caught"]:
             t = sc.get("to_find") or {}
             req = sc.get("requests") or ["?", "?"]
@@ -174,9 +176,11 @@ def table(rows: list[dict]) -> str:
                 f"{t.get('scenarios')}, {t.get('schedules')}, {t.get('s')}",
                 f"{req[0]} -> {req[1]}",
                 f"{sc.get('replayed')} / {sc.get('replay_run')}",
+                "`" + sc.get("key", "").split(": ", 1)[-1][:70].replace("|", "/") + "`",
             ]
         else:
-            cells = [f"survived ({sc['scenarios']} scenarios)", "-", "-", "-"]
+            word = "served" if name == "baseline" else "survived"
+            cells = [f"{word} ({sc['scenarios']} scenarios)", "-", "-", "-", "-"]
         lines.append(f"| {name} | {d['area']} | {suite} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -188,9 +192,16 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=60.0, help="scenario search seconds")
     ap.add_argument("--shrink-s", type=float, default=30.0)
     ap.add_argument("--suite-timeout", type=float, default=600.0)
+    # the real-gloo arms boot processes per test: minutes per file on a loaded machine
+    ap.add_argument("--suite-k", default="not gloo", help="pytest -k of the suite arm")
     ap.add_argument("--out", default=os.path.join(ROOT, "outputs", "mutants"))
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--report", nargs="+", help="results.jsonl file(s): print the table only")
     args = ap.parse_args()
+    if args.report:
+        rows = [json.loads(line) for path in args.report for line in open(path)]
+        print(table(rows))
+        return
     names = [n for n in args.only.split(",") if n]
     unknown = sorted(set(names) - {m.name for m in ZOO})
     if unknown:
