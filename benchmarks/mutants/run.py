@@ -37,6 +37,7 @@ COPIED = ("ppx", "conf", "tests", "experiments", "pyproject.toml")
 # fails under pool skew by design: `stopped`, proxy width check)
 DESIGN = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first"]
 DESIGN += ["engine/guard=rid"]
+MAX_STEPS = 50_000
 
 
 def copy_tree(dst: str) -> None:
@@ -67,11 +68,18 @@ def scenario_arm(root: str, budget: float, shrink_s: float) -> dict:
     cmd = [sys.executable, "-m", "ppx.explore", *DESIGN, "logger=none"]
     cmd += ["explore.scenarios=100000", f"explore.budget_s={budget}"]
     cmd += [f"explore.shrink_s={shrink_s}", f"hydra.run.dir={run_dir}"]
+    # a run that neither ends nor trips a livelock bound would go on to 2,000,000 steps
+    # (minutes of wall time each): 50,000 steps is ~25x the longest served scenario
+    cmd += [f"explore.max_steps={MAX_STEPS}"]
     t0 = time.time()
-    p = subprocess.run(
-        cmd, cwd=root, env=env_for(root), capture_output=True, text=True,
-        timeout=budget + shrink_s + 600,
-    )  # fmt: skip
+    try:
+        p = subprocess.run(
+            cmd, cwd=root, env=env_for(root), capture_output=True, text=True,
+            timeout=budget + shrink_s + 600,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"caught": False, "verdict": "error", "wall_s": round(time.time() - t0, 1),
+                "error": f"the explorer ran past {budget + shrink_s + 600:.0f} s"}  # fmt: skip
     wall = round(time.time() - t0, 1)
     path = os.path.join(run_dir, "summary.json")
     if not os.path.exists(path):
