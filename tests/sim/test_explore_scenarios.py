@@ -91,3 +91,11 @@ def test_the_mechanisms_count_the_scenarios_whose_runs_fired_them(tmp_path):
     for name, n in s["mechanisms"].items():
         assert n == sum(name in fired for fired in per), name
     assert sum(s["mechanisms"].values()) > 0  # some mechanism ran: the count is no tautology
+
+
+def test_bad_scenario_knobs_are_refused_in_one_line():
+    from ppx_helpers import assert_refused
+
+    assert_refused(["explore.scenarios=-1"], "explore.scenarios=-1")
+    assert_refused(["explore.scenario_schedules=0"], "schedules per scenario >= 1")
+    assert_refused(["explore.scenarios=5", "explore.workers=2"], "runs in one process")
