@@ -236,11 +236,17 @@ class SimCfg:
 
     semantics: str = "gloo"  # gloo | nccl (payloads by NCCL's rules, headers by gloo's)
     send_buffer_bytes: int = 1048576  # unreceived bytes a send may leave per direction (0 = sync)
-    connect: str = "eager"  # eager (payload pairs connected at start-up) | lazy (at first use)
+    connect: str = "eager"  # eager (payload pairs connected at start-up) | lazy (by their members)
+    # lazy only: first_use (inside the first payload call) | global (a start-up walk in the one
+    # global order) | next_first (a start-up walk, each rank its next neighbour first)
+    connect_order: str = "first_use"
     stream_order: bool = True  # one communicator's operations run in issue order
     independent_progress: bool = False  # two communicators' operations progress apart (no promise)
     grouped: bool = True  # a group() of sends and receives runs as one operation
-    communicators: str = "forward"  # forward (r -> r + 1) | pair (and last -> 0) | kind (old)
+    # forward (r -> r + 1) | pair (and last -> 0) | kind (old) | world (one default group)
+    communicators: str = "forward"
+    p2p_api: str = "send"  # send (a 2-rank communicator per pair) | batch (the group's device one)
+    host_sync: str = "none"  # none | device (compute waits for the rank's NCCL work)
 
 
 @dataclass

@@ -60,6 +60,7 @@ class Op(IntEnum):
     PASS = 5
     PULL = 6
     READY = 7
+    CONNECT = 8  # a communicator's creation, waiting for its other members (sim nccl)
 
     @property
     def label(self) -> str:

@@ -139,6 +139,7 @@ class PassSteps:
             fi.hidden = msg.tensors[0]
         since = ctx.board.block(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1)
         out = ctx.model.forward(fi, ctx.cache.k, ctx.cache.v, ctx.cache.req_to_token)
+        ctx.t.host_sync()  # sim.host_sync: a compute that waits for the device's NCCL work
         ctx.board.unblock(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1, since)
         b.launched = True
         ctx.sched.after_launch(b)

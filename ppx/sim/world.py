@@ -159,7 +159,7 @@ class SimSupervisor(Supervisor):
         if self.run_dir:
             os.makedirs(os.path.join(self.run_dir, "ranks"), exist_ok=True)
         self.board = SimBoard(self.sched, self.world)
-        self.wire = SimWire(self.sched, self.world, typed.sim)
+        self.wire = SimWire(self.sched, self.world, typed.sim, self.board)
         self.in_q, self.out_q = SimQueue(self.sched, "in_q"), SimQueue(self.sched, "out_q")
         self.t0, self.procs = 0.0, []
         wall0 = time.time()
