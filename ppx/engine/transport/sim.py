@@ -29,8 +29,8 @@ import torch
 
 from ppx.engine.transport.base import Transport
 from ppx.engine.transport.sim_nccl import NcclPlane
-from ppx.engine.transport.sim_nccl_rules import NcclRules
 from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
+from ppx.engine.transport.sim_nccl_rules import NcclRules
 from ppx.sim.scheduler import CLOCK
 
 
