@@ -68,14 +68,15 @@ class NcclEndpoint:
     def _connect(self, comm: tuple, why: str, kind: int) -> None:
         p = self.plane
         p.join(self.rank, comm)
-        peer = p.missing(comm)
-        self._wait(
-            lambda: comm in p.connected,
-            f"nccl connect rank{self.rank}<->rank{peer} ({why}: waits for rank{peer}'s)",
-            Op.CONNECT,
-            peer,
-            kind,
-        )
+        while comm not in p.connected:  # one member at a time: the record names who is missing
+            peer = p.missing(comm)
+            self._wait(
+                lambda peer=peer: peer in p.touched[comm],
+                f"nccl connect rank{self.rank}<->rank{peer} ({why}: waits for rank{peer}'s)",
+                Op.CONNECT,
+                peer,
+                kind,
+            )
 
     def start(self) -> None:
         """connect=lazy with a start-up order: create this rank's communicators one by one,
