@@ -58,6 +58,10 @@ class Task:
 
 
 class Scheduler:
+    # the footprint key of the virtual clock, for what a wait reads (the simulated wire takes
+    # it from here, so the engine never imports the simulator)
+    clock_key = CLOCK
+
     def __init__(
         self,
         strategy,
