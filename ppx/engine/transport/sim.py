@@ -31,7 +31,6 @@ from ppx.engine.transport.base import Transport
 from ppx.engine.transport.sim_nccl import NcclPlane
 from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
 from ppx.engine.transport.sim_nccl_rules import NcclRules
-from ppx.sim.scheduler import CLOCK
 
 
 @dataclass
@@ -201,6 +200,6 @@ class SimTransport(Transport):
         else:
             sched.clock()
             sched.wait_until(
-                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, CLOCK)
+                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, sched.clock_key)
             )
         return pred()
