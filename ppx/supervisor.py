@@ -22,6 +22,7 @@ from ppx.launch.children import stop_children
 from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
+from ppx.watch.flight_recorder import backend_of
 from ppx.watch.sampler import sample
 from ppx.watch.watchdog import Watchdog
 
@@ -256,7 +257,10 @@ class Supervisor:
             if verdict != "served":
                 if self.mirror is not None:  # remote stacks land beside the local ones
                     self.mirror.request_stacks()
-                pm = postmortem.write(self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0)
+                pm = postmortem.write(
+                    self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0,
+                    backend=backend_of(str(self.cfg.engine.transport)),
+                )  # fmt: skip
         finally:
             self._teardown()
             for s, h in old.items():

@@ -2,7 +2,8 @@
 
 postmortem/: blocked_on.json, waitfor.json, cycle.txt, waitfor.png, stacks/rank{r}.txt
 (faulthandler, registered on SIGUSR1 at rank start; py-spy --native too when present),
-last_events.json, ledger.json, ops.parquet (the per-rank channel-operation timeline).
+last_events.json, ledger.json, ops.parquet (the per-rank channel-operation timeline),
+flight_recorder/ (PyTorch Flight Recorder dumps: ppx/watch/flight_recorder.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 
 from ppx.engine.board import Board
 from ppx.telemetry.events import read_events
+from ppx.watch import flight_recorder
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
 
 STACK_WAIT_S = 0.5
@@ -113,6 +115,7 @@ def write(
     t0_mono_ns: int,
     t0: float,
     capture: bool = True,
+    backend: str = "gloo",
 ) -> dict:
     """Everything a researcher needs to explain the death; returns {cycle, blocked_on}."""
     pm = os.path.join(run_dir, "postmortem")
@@ -123,6 +126,7 @@ def write(
     g = graph(records)
     cyc = find_cycle(g)
     text = cycle_text(cyc)
+    flight_recorder.write(pm, board, records, backend)  # the same record, in torch's format
     with open(os.path.join(pm, "blocked_on.json"), "w") as f:
         json.dump(records, f, indent=1)
     with open(os.path.join(pm, "waitfor.json"), "w") as f:
