@@ -61,3 +61,23 @@ def test_a_bad_run_dir_is_one_line_and_exit_2(tmp_path):
     )  # fmt: skip
     assert out.returncode == 2 and out.stderr.strip().count("\n") == 0
     assert "no summary.json" in out.stderr and not os.listdir(tmp_path)
+
+
+def test_first_divergence_is_the_first_pass_whose_batches_differ(tmp_path):
+    import pandas as pd
+
+    from ppx.postmortem.facts import divergence
+
+    def ev(rank, pass_id, rid, kind="admit", detail="prefix_len=0"):
+        return {"t_s": 0.0, "rank": rank, "kind": kind, "pass_id": pass_id, "slot": 0,
+                "rid": rid, "epoch": 0, "detail": detail}  # fmt: skip
+
+    agree = [ev(r, p, p) for p in range(3) for r in range(2)]
+    pd.DataFrame(agree).to_parquet(tmp_path / "events.parquet")
+    assert divergence(str(tmp_path)) is None  # red arm: the same batches every pass
+    pd.DataFrame(agree + [ev(1, 2, 9), ev(0, 1, 5, "retraction", "told=8")]).to_parquet(
+        tmp_path / "events.parquet"
+    )
+    assert divergence(str(tmp_path)) == "pass 1: rank0 retraction: told=8"
+    pd.DataFrame(agree + [ev(1, 2, 9)]).to_parquet(tmp_path / "events.parquet")
+    assert divergence(str(tmp_path)) == "pass 2: batches differ (rank0: [2]; rank1: [2, 9])"

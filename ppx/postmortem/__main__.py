@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
-from ppx.postmortem.facts import read
-from ppx.postmortem.page import render
-
-
-def write_page(run_dir: str, out: str | None = None) -> str:
-    page = render(read(run_dir))  # first: a bad run dir is refused before anything is written
-    path = out or os.path.join(run_dir, "postmortem.html")
-    with open(path, "w") as f:
-        f.write(page)
-    return path
+from ppx.postmortem.page import write_page
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,10 +8,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 
-import pandas as pd
-
-from ppx.watch.flight_recorder import PREFIX
-from ppx.watch.flight_recorder_read import Missing, load_dumps, missing_ranks
+from ppx.watch.flight_recorder_read import PREFIX, Missing, load_dumps, missing_ranks
 
 COUNTERS = ("submitted", "served", "refused", "lost", "oracle_mismatches", "ledger_violations",
             "flips", "voids", "retractions", "refusals", "stops", "cached_tokens", "passes",
@@ -43,6 +40,15 @@ class Facts:
     replay: str = ""
 
 
+def _rows(path: str) -> list[dict]:
+    """A parquet file's rows (pyarrow alone: pandas would triple the page's start-up)."""
+    if not os.path.exists(path):
+        return []
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
 def _json(path: str, default):
     try:
         with open(path) as f:
@@ -54,13 +60,12 @@ def _json(path: str, default):
 def timeline(pm: str, blocked: list) -> list[Bar]:
     """Every op the ranks' rings still hold, then each blocked op from its rank's last op to
     the end (the rings keep each rank's last 256 operations)."""
-    path = os.path.join(pm, "ops.parquet")
-    df = pd.read_parquet(path) if os.path.exists(path) else pd.DataFrame()
-    t0 = float(df["t_s"].min()) if len(df) else 0.0
+    ops = _rows(os.path.join(pm, "ops.parquet"))
+    t0 = min((o["t_s"] for o in ops), default=0.0)
     bars = [
-        Bar(int(r.rank), float(r.t_s) - t0, float(r.dur_s), _label(r.op, r.kind, r.pass_id), str(r.op))
-        for r in df.itertuples()
-    ]  # fmt: skip
+        Bar(o["rank"], o["t_s"] - t0, o["dur_s"], _label(o["op"], o["kind"], o["pass_id"]), o["op"])
+        for o in ops
+    ]
     end = max((b.start_s + b.dur_s for b in bars), default=0.0)
     end += max(end * 0.1, 1e-3)  # the blocked ops stay open past the last completed one
     for rec in blocked or []:
@@ -80,23 +85,19 @@ def _label(op: str, kind: str, pass_id: int) -> str:
 def divergence(run_dir: str) -> str | None:
     """The first pass at which the ranks' admitted batches (rid, told prefix) differ, or a
     rank retracted or refused a told row."""
-    path = os.path.join(run_dir, "events.parquet")
-    if not os.path.exists(path):
-        return None
-    ev = pd.read_parquet(path)
-    told = ev[ev["kind"].isin(["retraction", "refusal", "void"]) & (ev["pass_id"] >= 0)]
-    adm = ev[(ev["kind"] == "admit") & (ev["rank"] >= 0)]
-    for pass_id in sorted(set(adm["pass_id"]) | set(told["pass_id"])):
-        t = told[told["pass_id"] == pass_id]
-        if len(t):
-            r = t.iloc[0]
-            return f"pass {pass_id}: rank{r['rank']} {r['kind']}: {r['detail']}"
-        a = adm[adm["pass_id"] == pass_id]
-        batches = {rank: sorted(zip(g["rid"], g["detail"])) for rank, g in a.groupby("rank")}
-        if len({tuple(b) for b in batches.values()}) > 1:
-            shown = "; ".join(
-                f"rank{r}: {[rid for rid, _ in b]}" for r, b in sorted(batches.items())
-            )
+    ev = _rows(os.path.join(run_dir, "events.parquet"))
+    told = [e for e in ev if e["kind"] in ("retraction", "refusal", "void") and e["pass_id"] >= 0]
+    adm = [e for e in ev if e["kind"] == "admit" and e["rank"] >= 0]
+    for pass_id in sorted({e["pass_id"] for e in adm + told}):
+        t = [e for e in told if e["pass_id"] == pass_id]
+        if t:
+            return f"pass {pass_id}: rank{t[0]['rank']} {t[0]['kind']}: {t[0]['detail']}"
+        batches: dict[int, list] = {}
+        for e in adm:
+            if e["pass_id"] == pass_id:
+                batches.setdefault(e["rank"], []).append((e["rid"], e["detail"]))
+        if len({tuple(sorted(b)) for b in batches.values()}) > 1:
+            shown = "; ".join(f"rank{r}: {sorted(rid for rid, _ in b)}" for r, b in sorted(batches.items()))  # fmt: skip
             return f"pass {pass_id}: batches differ ({shown})"
     return None
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
 
-from ppx.postmortem.facts import Facts
+from ppx.postmortem.facts import Facts, read
 
 COLORS = {"compute": "#4c78a8", "recv": "#f58518", "flush": "#54a24b", "send": "#54a24b",
           "ready": "#b279a2", "pull": "#9d755d"}  # fmt: skip
@@ -120,3 +121,12 @@ refY="5" markerWidth="8" markerHeight="8" orient="auto"><path d="M0,0L10,5L0,10z
 <script type="application/json" id="facts">{facts}</script>
 <script>{SCRIPT}</script></body></html>
 """
+
+
+def write_page(run_dir: str, out: str | None = None) -> str:
+    """RUN_DIR/postmortem.html (or `out`); a bad run dir is refused before anything is written."""
+    page = render(read(run_dir))
+    path = out or os.path.join(run_dir, "postmortem.html")
+    with open(path, "w") as f:
+        f.write(page)
+    return path

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from ppx.core import Kind
 from ppx.engine.board import Board, F
 from ppx.engine.channels import HEADER_LEN
+from ppx.watch.flight_recorder_read import PREFIX
 
-PREFIX = "ppx_fr_"
 VERSION = "2.10"  # the entry layout of torch's recorder with p2p sequence ids and is_p2p
 WIRE_WINDOW = 64  # messages kept per wire (torch's recorder keeps a ring too)
 WORLD_PG = "0"

@@ -9,6 +9,8 @@ import os
 import pickle
 from dataclasses import dataclass
 
+PREFIX = "ppx_fr_"  # the dumps' file names: <prefix><rank>, as torch's analyzer reads them
+
 
 @dataclass(frozen=True)
 class Missing:
