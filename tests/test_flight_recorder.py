@@ -64,3 +64,34 @@ def test_analyzer_reads_a_gallery_wedge_on_sim(tmp_path):
     assert rep.returncode == 0, rep.stderr
     assert cycle_edges(s["cycle"]) == {(0, 1), (1, 0)}
     assert cycle_edges(s["cycle"]) <= analyzer_edges(rep.stdout + rep.stderr)
+
+
+CHILD = """
+import sys, time
+from ppx.watch import torch_fr
+if sys.argv[2] == "on":
+    torch_fr.enable(sys.argv[1], 0)
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def test_torch_recorder_dumps_on_signal_from_a_parked_thread(tmp_path):
+    import subprocess
+    import sys
+
+    from ppx.watch import torch_fr
+
+    for arm in ("on", "off"):
+        d = tmp_path / arm
+        d.mkdir()
+        p = subprocess.Popen([sys.executable, "-c", CHILD, str(d), arm], stdout=subprocess.PIPE, text=True)  # fmt: skip
+        assert p.stdout.readline().strip() == "ready"
+        got = torch_fr.collect({0: p.pid}, str(d), str(d / "fr"), wait_s=10)
+        if arm == "on":  # the main thread sleeps on; the parked thread wrote torch's dump
+            assert got == [0] and p.poll() is None
+            assert set(pickle.load(open(d / "fr" / "torch_fr_0", "rb"))) >= {"version", "entries"}
+        else:  # red arm: without the parked thread SIGUSR2 ends the process, no dump
+            assert got == [] and p.wait(10) != 0
+        p.kill()
+        p.wait()

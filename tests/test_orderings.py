@@ -48,6 +48,9 @@ def test_historical_ordering_wedges_with_its_cycle(engine, ordering):
     rep = torchfrtrace(os.path.join(pm, "flight_recorder"))
     assert rep.returncode == 0, rep.stderr
     assert cycle_edges(s["cycle"]) <= analyzer_edges(rep.stdout + rep.stderr)
+    # torch's own recorder's dumps beside ppx's, one per rank (gloo records collectives only)
+    fr = os.listdir(os.path.join(pm, "flight_recorder"))
+    assert sorted(f for f in fr if f.startswith("torch_fr_")) == [f"torch_fr_{r}" for r in range(3)]
 
 
 @pytest.mark.parametrize("workload", ["shared_prefix", "random"])

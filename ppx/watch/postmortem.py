@@ -20,7 +20,7 @@ import pandas as pd
 
 from ppx.engine.board import Board
 from ppx.telemetry.events import read_events
-from ppx.watch import flight_recorder
+from ppx.watch import flight_recorder, torch_fr
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
 
 STACK_WAIT_S = 0.5
@@ -35,6 +35,8 @@ def capture_stacks(procs: list, pm_dir: str) -> None:
                 pass
     time.sleep(STACK_WAIT_S)
     ranks_dir = os.path.join(os.path.dirname(pm_dir), "ranks")
+    live = {r: p.pid for r, p in enumerate(procs) if p.is_alive() and p.pid}
+    torch_fr.collect(live, ranks_dir, os.path.join(pm_dir, "flight_recorder"))
     for r in range(len(procs)):
         src = os.path.join(ranks_dir, f"rank{r}.stack.txt")
         if os.path.exists(src):
