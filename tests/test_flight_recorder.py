@@ -68,6 +68,7 @@ def test_analyzer_reads_a_gallery_wedge_on_sim(tmp_path):
 
 CHILD = """
 import sys, time
+import torch  # imported before the recorder is asked, as in every rank
 from ppx.watch import torch_fr
 if sys.argv[2] == "on":
     torch_fr.enable(sys.argv[1], 0)
@@ -76,7 +77,7 @@ time.sleep(30)
 """
 
 
-def test_torch_recorder_dumps_on_signal_from_a_parked_thread(tmp_path):
+def test_torch_recorder_dumps_on_request_from_a_parked_thread(tmp_path):
     import subprocess
     import sys
 
@@ -87,11 +88,11 @@ def test_torch_recorder_dumps_on_signal_from_a_parked_thread(tmp_path):
         d.mkdir()
         p = subprocess.Popen([sys.executable, "-c", CHILD, str(d), arm], stdout=subprocess.PIPE, text=True)  # fmt: skip
         assert p.stdout.readline().strip() == "ready"
-        got = torch_fr.collect({0: p.pid}, str(d), str(d / "fr"), wait_s=10)
+        got = torch_fr.collect([0], str(d), str(d / "fr"), wait_s=30 if arm == "on" else 2)
         if arm == "on":  # the main thread sleeps on; the parked thread wrote torch's dump
             assert got == [0] and p.poll() is None
             assert set(pickle.load(open(d / "fr" / "torch_fr_0", "rb"))) >= {"version", "entries"}
-        else:  # red arm: without the parked thread SIGUSR2 ends the process, no dump
-            assert got == [] and p.wait(10) != 0
+        else:  # red arm: no parked thread, nobody to ask, no dump (and no wait for one)
+            assert got == [] and not os.listdir(d / "fr")
         p.kill()
         p.wait()

@@ -52,8 +52,8 @@ def rank_main(a: RankArgs) -> None:
         os.environ.clear()
         os.environ.update(a.env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
-    # torch's own Flight Recorder, dumped on SIGUSR2 beside ppx's (ppx/watch/torch_fr.py);
-    # before any thread starts, so every thread inherits the signal blocked
+    # torch's own Flight Recorder, dumped on the post-mortem's request beside ppx's
+    # (ppx/watch/torch_fr.py)
     torch_fr.enable(os.path.join(a.run_dir, "ranks"), a.rank)
     die_with_parent()
     # everything the rank prints (warnings, gloo's own messages) goes to its log in the run dir
@@ -87,5 +87,6 @@ def rank_main(a: RankArgs) -> None:
         loop.t.close()
     stack_file.flush()
     sys.stdout.flush()
+    torch_fr.disable(os.path.join(a.run_dir, "ranks"), a.rank)
     # after a stop or an error the peers may be blocked on us: leave without waiting on gloo
     os._exit(0 if report["state"] == "done" else 3)

@@ -15,7 +15,7 @@ import random
 import sys
 from dataclasses import replace
 
-from ppx.frontend.trace_formats import MOONCAKE_BLOCK, Trace, TraceRow, read_trace
+from ppx.frontend.trace_formats import MOONCAKE_BLOCK, Trace, TraceError, TraceRow, read_trace
 from ppx.frontend.workloads import Request, Workload
 
 TRACE_WORKLOADS = ("trace",)
@@ -84,21 +84,17 @@ class TraceWorkload(Workload):
 
 
 def load(cfg) -> TraceWorkload:
+    """The trace a (validated) config names, windowed; TraceError when nothing is left."""
     w = cfg.workload
     trace = read_trace(str(w.format), str(w.path) if w.path else "")
     wl = TraceWorkload(w, trace, int(cfg.model.vocab), int(cfg.seed), int(cfg.model.max_context))
     if not wl.rows:
-        raise_window(w, trace)
+        span = trace.rows[-1].t_s - trace.rows[0].t_s
+        raise TraceError(
+            f"{trace.path}: no request in the window (window_start_s={w.window_start_s}, "
+            f"window_s={w.window_s}); the trace spans {span:.3f}s"
+        )
     return wl
-
-
-def raise_window(w, trace: Trace) -> None:
-    from ppx.frontend.trace_formats import TraceError
-
-    raise TraceError(
-        f"{trace.path}: no request in the window (window_start_s={w.window_start_s}, "
-        f"window_s={w.window_s}); the trace spans {trace.rows[-1].t_s - trace.rows[0].t_s:.3f}s"
-    )
 
 
 def make_trace_workload(cfg) -> TraceWorkload:

@@ -35,7 +35,7 @@ def capture_stacks(procs: list, pm_dir: str) -> None:
                 pass
     time.sleep(STACK_WAIT_S)
     ranks_dir = os.path.join(os.path.dirname(pm_dir), "ranks")
-    live = {r: p.pid for r, p in enumerate(procs) if p.is_alive() and p.pid}
+    live = [r for r, p in enumerate(procs) if p.is_alive() and p.pid]
     torch_fr.collect(live, ranks_dir, os.path.join(pm_dir, "flight_recorder"))
     for r in range(len(procs)):
         src = os.path.join(ranks_dir, f"rank{r}.stack.txt")
