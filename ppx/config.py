@@ -42,7 +42,20 @@ class WorkloadCfg:
     concurrency: int = 8
     rate: float = 0.0  # requests/s; > 0 switches from closed loop to a Poisson arrival process
     duration_s: float = 0.0  # > 0: keep submitting (closed loop) until this much time passed
-    path: str | None = None  # workload=jsonl: one {"prompt": ...} or {"messages": ...} per line
+    path: str | None = None  # workload=jsonl / sharegpt / trace: the file
+    # the serving benchmarks' knobs (vllm bench serve / sglang.bench_serving; docs/running.md)
+    input_len: int = 0  # > 0: random prompt lengths in vLLM's input_len +- range_ratio
+    output_len: int = 0  # > 0: output lengths likewise (sharegpt: a fixed output length)
+    range_ratio: float = 0.0
+    burstiness: float = 1.0  # gamma inter-arrivals (vLLM's rule); 1 = Poisson
+    max_concurrency: int = 0  # > 0: at most this many in flight, whatever the arrivals
+    prompts_per_group: int = 0  # generated_shared_prefix: requests per shared system prompt
+    # workload=trace: azure | burstgpt | mooncake, its window and scales
+    format: str | None = None
+    window_start_s: float = 0.0
+    window_s: float = 0.0  # 0: to the trace's end
+    time_scale: float = 1.0  # run seconds per trace second
+    token_scale: float = 1.0  # run tokens per trace token (a small model's context)
 
 
 @dataclass

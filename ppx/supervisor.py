@@ -22,6 +22,7 @@ from ppx.launch.children import stop_children
 from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
+from ppx.watch.flight_recorder import backend_of
 from ppx.watch.sampler import sample
 from ppx.watch.watchdog import Watchdog
 
@@ -275,7 +276,7 @@ class Supervisor:
                     }
                 pm = postmortem.write(
                     self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0,
-                    runnable=runnable,
+                    runnable=runnable, backend=backend_of(str(self.cfg.engine.transport)),
                 )  # fmt: skip
         finally:
             self._teardown()

@@ -217,10 +217,12 @@ def validate_model(merged: DictConfig) -> None:
 
 
 def validate_text(merged: DictConfig) -> None:
-    """The tokenizer against the vocab and a JSONL workload's lines (ppx/frontend/text)."""
-    from ppx.frontend.text import TextError, check_text
+    """The workload's knobs, the tokenizer against the vocab, a prompt file's lines or a
+    trace's rows (ppx/frontend/checks.py)."""
+    from ppx.frontend.checks import check_workload
+    from ppx.frontend.text import TextError
 
     try:
-        check_text(merged)
+        check_workload(merged)
     except TextError as e:
         raise ConfigError(str(e)) from None

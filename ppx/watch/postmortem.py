@@ -2,7 +2,8 @@
 
 postmortem/: blocked_on.json, waitfor.json, cycle.txt, waitfor.png, stacks/rank{r}.txt
 (faulthandler, registered on SIGUSR1 at rank start; py-spy --native too when present),
-last_events.json, ledger.json, ops.parquet (the per-rank channel-operation timeline).
+last_events.json, ledger.json, ops.parquet (the per-rank channel-operation timeline),
+flight_recorder/ (PyTorch Flight Recorder dumps: ppx/watch/flight_recorder.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 
 from ppx.engine.board import Board
 from ppx.telemetry.events import read_events
+from ppx.watch import flight_recorder, torch_fr
 from ppx.watch.waitfor import cycle_text, edge_label, find_cycle, graph
 
 STACK_WAIT_S = 0.5
@@ -33,6 +35,8 @@ def capture_stacks(procs: list, pm_dir: str) -> None:
                 pass
     time.sleep(STACK_WAIT_S)
     ranks_dir = os.path.join(os.path.dirname(pm_dir), "ranks")
+    live = [r for r, p in enumerate(procs) if p.is_alive() and p.pid]
+    torch_fr.collect(live, ranks_dir, os.path.join(pm_dir, "flight_recorder"))
     for r in range(len(procs)):
         src = os.path.join(ranks_dir, f"rank{r}.stack.txt")
         if os.path.exists(src):
@@ -114,6 +118,7 @@ def write(
     t0: float,
     capture: bool = True,
     runnable: set[int] | None = None,
+    backend: str = "gloo",
 ) -> dict:
     """Everything a researcher needs to explain the death; returns {cycle, blocked_on}.
     `runnable`: ranks that could still go on. Their records (the last operation they parked
@@ -135,6 +140,8 @@ def write(
             for r in sorted(runnable)
         )
         g["runnable"] = sorted(runnable)
+    # the same record in torch's format (a runnable rank's parked op is not in flight)
+    flight_recorder.write(pm, board, records, backend)
     with open(os.path.join(pm, "blocked_on.json"), "w") as f:
         json.dump(records, f, indent=1)
     with open(os.path.join(pm, "waitfor.json"), "w") as f:
