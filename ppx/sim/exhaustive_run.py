@@ -26,11 +26,14 @@ def search(cfg, echo=print, log=None) -> Exploration:
     x = cfg.explore
     t0 = time.perf_counter()
     runner = Runner(cfg, log)
-    # the exploration's immutable inputs stand in the fingerprint by identity
-    fp = Fingerprint((runner.cfg, runner.typed, runner.models, runner.oracle))
-    walker = ExhaustiveWalker(str(x.reduce), bool(x.get("cache", True)), fp)
+    cache = bool(x.get("cache", True))
+    # the exploration's immutable inputs stand in the fingerprint by identity; without the
+    # cache no state is fingerprinted (no visited set, no graph: the plain tree of runs)
+    fp = Fingerprint((runner.cfg, runner.typed, runner.models, runner.oracle)) if cache else None
+    walker = ExhaustiveWalker(str(x.reduce), cache, fp)
     rows: list[dict] = []
     found: dict[str, tuple[int, list]] = {}  # failure key -> (first row, its choices)
+    runs: dict[int, list] = {}  # failing row -> its choices
     cap, batch = int(x.schedules), int(x.batch)
     while not walker.exhausted and len(rows) < cap:
         res = runner.run(walker.strategy())
@@ -39,6 +42,8 @@ def search(cfg, echo=print, log=None) -> Exploration:
             continue
         rows.append({"schedule": len(rows), "strategy": "exhaustive", **res.row})
         walker.record_end(len(rows) - 1)
+        if res.verdict != "served" and fp is None:
+            runs[len(rows) - 1] = res.choices
         if res.verdict != "served" and res.key not in found:
             found[res.key] = (len(rows) - 1, res.choices)
             echo(f"ppx.explore: schedule {len(rows) - 1} fails: {res.key}")
@@ -50,14 +55,18 @@ def search(cfg, echo=print, log=None) -> Exploration:
     traces = {}
     for key, (index, original) in found.items():
         steps = walker.shortest(rows, lambda r, key=key: r["reason_key"] == key)
-        choices = choice_points(steps) if steps is not None else original
+        if steps is not None:  # breadth-first over the state graph
+            choices, trace_len = choice_points(steps), len(steps)
+        else:  # no graph (no cache): the shortest run of the plain tree
+            index = min((r["steps"], r["schedule"]) for r in rows if r["reason_key"] == key)[1]
+            choices, trace_len = runs[index], rows[index]["steps"]
         again = runner.run(ReplayStrategy(choices))
         row = rows[index]
         ex.failures[key] = Failure(
             key, index, "exhaustive", -1, row["verdict"], row["reason"], original, choices, {}
         )
         traces[key] = {
-            "trace_len": len(steps) if steps is not None else None,
+            "trace_len": trace_len,
             "choice_points": len(choices),
             "replayed": again is not None and again.key == key,
         }
@@ -77,14 +86,14 @@ def counts(walker: ExhaustiveWalker, rows: list[dict], traces: dict, wall_s: flo
         "skipped": walker.skipped,
         "exhausted": walker.exhausted,
         "verdict": verdict,
-        "states": st.states,
-        "transitions": st.transitions,
+        "states": st.states if walker.fp is not None else None,
+        "transitions": st.transitions if walker.fp is not None else None,
         "cached": st.cached,
         "cycles": len(st.cycles),
         "depth": st.depth,
         "ends": len({r["end"] for r in rows}),
         "wall_s": round(wall_s, 3),
-        "states_per_s": round(st.states / wall_s, 1) if wall_s else None,
+        "states_per_s": round(st.states / wall_s, 1) if wall_s and walker.fp else None,
         "trace_len": min(lens) if lens else None,
         "traces": traces,
     }

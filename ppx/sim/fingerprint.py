@@ -75,8 +75,11 @@ class Fingerprint:
     by identity (the exploration's immutable inputs; see the module docstring)."""
 
     def __init__(self, opaque: tuple = ()) -> None:
-        self.opaque = {id(o) for o in opaque}
-        self._keep = opaque  # their ids stay theirs while this lives
+        # every object reachable from an opaque input is opaque too (a rank's view of the
+        # typed config is a part of it): walked once here, by identity ever after
+        self._keep = _reachable(opaque)  # alive while this lives: their ids stay theirs
+        self.opaque: set[int] = {id(o) for o in self._keep}
+        self._temps: list = []  # objects made during one walk (kept so no id is reused in it)
 
     def of(self, sched: Scheduler) -> bytes:
         return hashlib.blake2b(marshal.dumps(self.tokens(sched)), digest_size=16).digest()
@@ -91,6 +94,7 @@ class Fingerprint:
             self._walk(t.pred, out, seen)
             if not t.done and t.glet is not None:
                 self._stack(t.glet.gr_frame, out, seen)
+        self._temps.clear()
         return out
 
     def _stack(self, frame, out: list, seen: dict) -> None:
@@ -103,6 +107,7 @@ class Fingerprint:
             code = fr.f_code
             out += [code.co_filename, code.co_qualname, fr.f_lasti]
             local = fr.f_locals
+            self._temps += (fr, local)  # ids stay theirs for the whole walk
             dead = _OVERWRITTEN.get(code.co_qualname)
             if dead is not None:
                 out.append("D")
@@ -126,101 +131,169 @@ class Fingerprint:
             out += ["@", seen[key]]
             return
         seen[key] = len(seen)
-        if key in self.opaque or isinstance(o, _OPAQUE_TYPES):
-            out += ["#", tp.__qualname__, key if key in self.opaque else 0]
+        if key in self.opaque:
+            out += ["#", key]
             return
-        if tp is list or tp is tuple or tp is deque:
-            out += ["L", len(o)]
-            for x in o:
-                self._walk(x, out, seen)
-        elif tp is dict:
-            out += ["D", len(o)]
-            for k, v in o.items():
-                self._walk(k, out, seen)
-                self._walk(v, out, seen)
-        elif tp is set or tp is frozenset:
-            out += ["S", len(o)]
-            for x in o:  # iteration order: what the engine would see
-                self._walk(x, out, seen)
-        elif isinstance(o, dict):  # defaultdict, Counter, OrderedDict
-            out += ["D", tp.__qualname__, len(o)]
-            self._walk(getattr(o, "default_factory", None), out, seen)
-            for k, v in o.items():
-                self._walk(k, out, seen)
-                self._walk(v, out, seen)
-        elif isinstance(o, (list, tuple, deque)):  # a namedtuple, a list subclass
-            out += ["L", tp.__qualname__, len(o)]
-            for x in o:
-                self._walk(x, out, seen)
-            if hasattr(o, "__dict__"):
-                self._walk(o.__dict__, out, seen)
-        elif isinstance(o, torch.Tensor):
-            out += [
-                "T",
-                str(o.dtype),
-                tuple(o.shape),
-                o.detach().cpu().contiguous().numpy().tobytes(),
-            ]
-        elif isinstance(o, np.ndarray):
-            out += ["A", o.dtype.str, o.shape, np.ascontiguousarray(o).tobytes()]
-        elif isinstance(o, enum.Enum):
-            out += ["E", tp.__qualname__, o.name]
-        elif isinstance(o, _SCALARS):  # an int or str subclass
-            out += [tp.__qualname__, _plain(o)]
-        elif tp is types.FunctionType:
-            out += ["F", o.__module__, o.__qualname__]
-            self._walk(o.__defaults__, out, seen)
-            self._walk(o.__kwdefaults__, out, seen)
-            cells = o.__closure__ or ()
-            out.append(len(cells))
-            for c in cells:
-                try:
-                    self._walk(c.cell_contents, out, seen)
-                except ValueError:  # an empty cell
-                    out.append("<empty>")
-        elif tp is types.MethodType:
-            out += ["M", o.__func__.__qualname__]
-            self._walk(o.__self__, out, seen)
-        elif tp is types.BuiltinFunctionType or tp is types.BuiltinMethodType:
-            owner = o.__self__
-            out += ["B", o.__qualname__]
-            if owner is not None and not isinstance(owner, types.ModuleType):
-                self._walk(owner, out, seen)
-        elif tp is types.FrameType:
-            self._stack(o, out, seen)
-        elif tp is types.GeneratorType:
-            out.append("G")
-            self._stack(o.gi_frame, out, seen) if o.gi_frame is not None else out.append(None)
-        elif isinstance(o, Scheduler):
-            out.append("sched")  # its state leads the digest (tokens)
-        elif isinstance(o, Task):
-            out += ["task", o.tid]  # every task's state is a root of the digest
-        elif isinstance(o, Board):
-            out += ["board", o.arr[:, :_BOARD_LIVE].tobytes()]
-        elif isinstance(o, RankBoard):
-            # the views of its own block are the board's (walked there); its ring head only
-            # places the next op in the ring, which no rank reads
-            out += ["rankboard", o.rank, o.enabled]
-            self._walk(o.board, out, seen)
-        elif isinstance(o, random.Random):
-            out += ["R", o.getstate()]
-        elif hasattr(o, "__dict__") or hasattr(tp, "__slots__"):
-            out += ["O", tp.__module__, tp.__qualname__]
-            d = getattr(o, "__dict__", None)
-            if d is not None:
-                self._walk(d, out, seen)
-            for name in _slots(tp):
-                self._walk(getattr(o, name, "<unset>"), out, seen)
-        else:  # a C object that prints its state (itertools.count(5)); an address is no state
-            text = repr(o)
-            if "0x" in text:
-                raise UnknownState(
-                    f"fingerprint: cannot read a {tp.__module__}.{tp.__qualname__} by value"
-                )
-            out += ["?", tp.__qualname__, text]
+        handler = _HANDLERS.get(tp)
+        if handler is None:
+            handler = _HANDLERS[tp] = _handler_of(tp)
+        handler(self, o, out, seen)
+
+    # -- one reader per kind of object (chosen once per type: _handler_of) -------------------
+    def _opaque(self, o, out, seen) -> None:
+        out += ["#", type(o).__qualname__]
+
+    def _seq(self, o, out, seen) -> None:
+        out += ["L", type(o).__qualname__, len(o)]
+        walk = self._walk
+        for x in o:
+            walk(x, out, seen)
+        if hasattr(o, "__dict__"):  # a namedtuple subclass with attributes
+            walk(o.__dict__, out, seen)
+
+    def _dict(self, o, out, seen) -> None:
+        out += ["D", type(o).__qualname__, len(o)]
+        walk = self._walk
+        factory = getattr(o, "default_factory", None)
+        if factory is not None:
+            walk(factory, out, seen)
+        for k, v in o.items():  # insertion order: what the engine iterates in
+            walk(k, out, seen)
+            walk(v, out, seen)
+
+    def _tensor(self, o, out, seen) -> None:
+        out += ["T", str(o.dtype), tuple(o.shape), o.detach().cpu().contiguous().numpy().tobytes()]
+
+    def _ndarray(self, o, out, seen) -> None:
+        out += ["A", o.dtype.str, o.shape, np.ascontiguousarray(o).tobytes()]
+
+    def _enum(self, o, out, seen) -> None:
+        out += ["E", type(o).__qualname__, o.name]
+
+    def _scalar_subclass(self, o, out, seen) -> None:  # an int or str subclass
+        out += [type(o).__qualname__, _plain(o)]
+
+    def _function(self, o, out, seen) -> None:
+        out += ["F", o.__module__, o.__qualname__]
+        self._walk(o.__defaults__, out, seen)
+        self._walk(o.__kwdefaults__, out, seen)
+        cells = o.__closure__ or ()
+        out.append(len(cells))
+        for c in cells:  # what a closure (a wait condition) captured is state
+            try:
+                self._walk(c.cell_contents, out, seen)
+            except ValueError:  # an empty cell
+                out.append("<empty>")
+
+    def _method(self, o, out, seen) -> None:
+        out += ["M", o.__func__.__qualname__]
+        self._walk(o.__self__, out, seen)
+
+    def _builtin(self, o, out, seen) -> None:
+        owner = o.__self__
+        out += ["B", o.__qualname__]
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            self._walk(owner, out, seen)
+
+    def _generator(self, o, out, seen) -> None:
+        out.append("G")
+        if o.gi_frame is not None:
+            self._stack(o.gi_frame, out, seen)
+
+    def _sched(self, o, out, seen) -> None:
+        out.append("sched")  # its state leads the digest (tokens)
+
+    def _task(self, o, out, seen) -> None:
+        out += ["task", o.tid]  # every task's state is a root of the digest
+
+    def _board(self, o, out, seen) -> None:
+        out += ["board", o.arr[:, :_BOARD_LIVE].tobytes()]
+
+    def _rankboard(self, o, out, seen) -> None:
+        # the views of its own block are the board's (walked there); its ring head only
+        # places the next op in the ring, which no rank reads
+        out += ["rankboard", o.rank, o.enabled]
+        self._walk(o.board, out, seen)
+
+    def _random(self, o, out, seen) -> None:
+        out += ["R", o.getstate()]
+
+    def _object(self, o, out, seen) -> None:
+        tp = type(o)
+        out += ["O", tp.__module__, tp.__qualname__]
+        d = getattr(o, "__dict__", None)
+        if d is not None:
+            self._dict(d, out, seen)
+        for name in _slots(tp):
+            self._walk(getattr(o, name, "<unset>"), out, seen)
+
+    def _printed(self, o, out, seen) -> None:
+        # a C object: by what pickling would keep of it (a list iterator: its list and
+        # position), else by what it prints (itertools.count(5)); an address is no state
+        tp = type(o)
+        try:
+            reduced = o.__reduce__()
+        except TypeError:
+            reduced = None
+        if isinstance(reduced, tuple):
+            self._temps.append(reduced)  # its id must not come back within this walk
+            out += ["?", tp.__qualname__]
+            self._walk(reduced, out, seen)
             return
-        if False:
+        text = repr(o)
+        if "0x" in text:
             raise UnknownState(f"fingerprint: cannot read a {tp.__module__}.{tp.__qualname__}")
+        out += ["?", tp.__qualname__, text]
+
+
+_HANDLERS: dict[type, object] = {}
+_BY_BASE = (  # the first base a type has picks its reader
+    (_OPAQUE_TYPES, Fingerprint._opaque),
+    ((dict,), Fingerprint._dict),
+    ((list, tuple, deque, set, frozenset), Fingerprint._seq),
+    ((torch.Tensor,), Fingerprint._tensor),
+    ((np.ndarray,), Fingerprint._ndarray),
+    ((enum.Enum,), Fingerprint._enum),
+    (_SCALARS, Fingerprint._scalar_subclass),
+    ((types.FunctionType,), Fingerprint._function),
+    ((types.MethodType,), Fingerprint._method),
+    ((types.BuiltinFunctionType, types.BuiltinMethodType), Fingerprint._builtin),
+    ((types.FrameType,), Fingerprint._stack),
+    ((types.GeneratorType,), Fingerprint._generator),
+    ((Scheduler,), Fingerprint._sched),
+    ((Task,), Fingerprint._task),
+    ((Board,), Fingerprint._board),
+    ((RankBoard,), Fingerprint._rankboard),
+    ((random.Random,), Fingerprint._random),
+)
+
+
+def _handler_of(tp: type):
+    for bases, handler in _BY_BASE:
+        if issubclass(tp, bases):
+            return handler
+    if hasattr(tp, "__dict__") and ("__dict__" in dir(tp) or _slots(tp)):
+        return Fingerprint._object
+    return Fingerprint._printed
+
+
+def _reachable(roots: tuple) -> list:
+    """Every container and instance reachable from `roots` through dicts, sequences, sets
+    and instance attributes (not through classes, modules or functions)."""
+    out, seen, todo = [], set(), list(roots)
+    while todo:
+        o = todo.pop()
+        if type(o) in _SCALARS or id(o) in seen or isinstance(o, (type, types.ModuleType)):
+            continue
+        seen.add(id(o))
+        out.append(o)
+        if isinstance(o, dict):
+            todo += [*o.keys(), *o.values()]
+        elif isinstance(o, (list, tuple, set, frozenset, deque)):
+            todo += list(o)
+        elif hasattr(o, "__dict__") and not callable(o) and not isinstance(o, torch.nn.Module):
+            todo.append(vars(o))
+    return out
 
 
 def _plain(o):
