@@ -27,7 +27,6 @@ of every end), replayed once to check it, and saved like every failure.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -149,7 +148,3 @@ class ExhaustiveStrategy(DfsStrategy):
         if tid is not None:
             w.digests.append(digest)
         return tid
-
-
-def now() -> float:
-    return time.perf_counter()
