@@ -2,13 +2,15 @@
 and the visited set of state fingerprints) reach the same set of ends -- each end the
 digest of every request's tokens, the order of commits, the verdict and reason key
 (ppx/sim/ends.py) -- on three small configs, one of them failing in every schedule. Red
-arms: an end record of tokens alone cannot tell two commit orders apart; a search cut short
-is `unknown`, not `verified`."""
+arms: an end record of tokens alone cannot tell two commit orders apart; a fingerprint blind
+to the tasks' stacks loses ends; a search cut short is `unknown`, not `verified`."""
 
 from __future__ import annotations
 
 import pytest
 from explore_helpers import explore_in
+
+import ppx.sim.fingerprint as fingerprint
 
 EXHAUSTIVE = ["explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrink=0"]
 DECISION = ["engine/admission=decision", "engine/ordering=decision_first"]
@@ -70,6 +72,24 @@ def test_the_end_record_tells_apart_the_order_of_commits():
     # the same tokens committed in another order: another end (red: a record of tokens only)
     assert a["end_tokens"] == b["end_tokens"] and a["end"] != b["end"]
     assert end_record(driver, [], "wedged: x")["end"] != end_record(driver, [], "served: ")["end"]
+
+
+def test_a_fingerprint_blind_to_the_stacks_loses_ends(tmp_path, monkeypatch):
+    import types
+
+    cfg = [*CONFIGS["decision_first"], *EXHAUSTIVE]
+    plain = explore_in(tmp_path / "plain", *cfg, *MODES["plain"])
+    whole = explore_in(tmp_path / "whole", *cfg, *MODES["cached"])
+    assert ends(whole) == ends(plain)
+    # red: the tasks' stacks and wait conditions unread (where each task is, and all it
+    # holds, reached from there): states told apart only by them share a digest, a run
+    # meets its own digest again (a false cycle) and the search's ends are not the plain ones
+    monkeypatch.setattr(fingerprint.Fingerprint, "_stack", lambda self, frame, out, seen: None)
+    for tp in (types.FunctionType, types.MethodType):
+        monkeypatch.setitem(fingerprint._HANDLERS, tp, fingerprint.Fingerprint._opaque)
+    blind = explore_in(tmp_path / "blind", *cfg, *MODES["cached"])
+    assert ends(blind) != ends(plain)
+    assert blind.dfs["states"] < whole.dfs["states"]
 
 
 def test_a_search_cut_short_is_unknown_not_verified(tmp_path):
