@@ -226,7 +226,7 @@ class ExploreCfg:
     """The simulator's knobs (engine.transport=sim) and the explorer's (python -m ppx.explore)."""
 
     name: str = "default"
-    strategy: str = "random"  # random | pct | dfs | replay
+    strategy: str = "random"  # random | pct | dfs | exhaustive | replay
     seed: int = 0  # the schedule seed (schedule i of an exploration uses seed + i)
     schedules: int = 100  # how many schedules `ppx.explore` runs
     depth: int = 3  # pct: the bug depth d
@@ -235,6 +235,7 @@ class ExploreCfg:
     bound: int = 0  # dfs: branch only within the first `bound` steps (0: no step bound)
     delays: int | None = None  # dfs: at most this many choices of a higher runnable task
     reduce: str = "sleep"  # dfs: sleep (sleep sets over step footprints) | none
+    cache: bool = True  # exhaustive: skip states explored before (fingerprint.py)
     portfolio: list[str] = field(default_factory=lambda: ["random", "pct"])  # its members
     replay: str | None = None  # a schedule.txt to replay (strategy replay)
     step_us: float = 1000.0  # virtual time one scheduling step takes (a pp=3 pass: ~30 ms)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from omegaconf import OmegaConf
 
 from ppx.oracle import Oracle, sample_rids
+from ppx.sim.ends import END_COLUMNS, end_record
 from ppx.sim.world import SimSupervisor
 
 COLUMNS = [
@@ -30,6 +31,7 @@ COLUMNS = [
     "tokens_checked",
     "steps",
     "virtual_s",
+    *END_COLUMNS,
 ]
 
 
@@ -91,16 +93,17 @@ class Runner:
         checked, bad = self.check(sup.driver)
         if verdict == "served" and bad:
             verdict, reason = "mismatch", f"oracle: {bad[0]}"
+        cycle = (out.get("postmortem") or {}).get("cycle")
         row = {
             "verdict": verdict,
             "reason": reason,
-            "cycle": (out.get("postmortem") or {}).get("cycle"),
+            "cycle": cycle,
             "tokens": sup.driver.tokens,
             "served": sup.driver.count("served"),
             "tokens_checked": checked,
             "steps": out["sim"]["steps"],
             "virtual_s": out["sim"]["virtual_s"],
-        }
+        } | end_record(sup.driver, sup.out_q.history, failure_key(verdict, reason, cycle))
         s = sup.sched
         return Result(row, list(s.choices))
 

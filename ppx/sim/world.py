@@ -37,10 +37,12 @@ class SimQueue:
     def __init__(self, sched: Scheduler, name: str) -> None:
         self.sched, self.name, self.items = sched, name, deque()
         self.key = ("sq", name)
+        self.history: list = []  # every item put, in order (ends.py: the order of commits)
 
     def put(self, item) -> None:
         self.sched.touch(self.key, True)
         self.items.append(item)
+        self.history.append(item)
 
     def get_nowait(self):
         self.sched.touch(self.key, True)
@@ -82,6 +84,9 @@ class SimBoard(Board):
         if tid is not None and tid != rank:  # a peer's counters (a rank's own: its writes)
             self.sched.touch(("hdr", tid), False)
         return super().sent(rank)
+
+    def clock_ns(self) -> int:
+        return int(self.sched.now * 1e9)
 
 
 def make_strategy(x, num_tasks: int):

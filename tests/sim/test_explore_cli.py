@@ -47,6 +47,10 @@ def test_explore_writes_table_summary_and_a_replayable_failure(tmp_path):
         "tokens_checked",
         "steps",
         "virtual_s",
+        "end",  # the end record (ppx/sim/ends.py)
+        "end_tokens",
+        "end_commits",
+        "reason_key",
     ]
     assert len(table) == 6 and set(table["verdict"]) == {"wedged"}
     summary = json.loads((out / "summary.json").read_text())
