@@ -8,7 +8,7 @@ import time
 
 from ppx.sim.runner import Runner
 from ppx.sim.shard import Plan, run_plan
-from ppx.study.spec import load_study
+from ppx.study.catalog import load_study
 
 FAILURES = {"wedged", "stopped", "livelocked", "mismatch", "crashed", "dead_peer", "timeout"}
 EXTRA = [  # faults the oracle must see, not in the gallery: a corrupt sampled token

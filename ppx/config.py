@@ -42,7 +42,20 @@ class WorkloadCfg:
     concurrency: int = 8
     rate: float = 0.0  # requests/s; > 0 switches from closed loop to a Poisson arrival process
     duration_s: float = 0.0  # > 0: keep submitting (closed loop) until this much time passed
-    path: str | None = None  # workload=jsonl: one {"prompt": ...} or {"messages": ...} per line
+    path: str | None = None  # workload=jsonl / sharegpt / trace: the file
+    # the serving benchmarks' knobs (vllm bench serve / sglang.bench_serving; docs/running.md)
+    input_len: int = 0  # > 0: random prompt lengths in vLLM's input_len +- range_ratio
+    output_len: int = 0  # > 0: output lengths likewise (sharegpt: a fixed output length)
+    range_ratio: float = 0.0
+    burstiness: float = 1.0  # gamma inter-arrivals (vLLM's rule); 1 = Poisson
+    max_concurrency: int = 0  # > 0: at most this many in flight, whatever the arrivals
+    prompts_per_group: int = 0  # generated_shared_prefix: requests per shared system prompt
+    # workload=trace: azure | burstgpt | mooncake, its window and scales
+    format: str | None = None
+    window_start_s: float = 0.0
+    window_s: float = 0.0  # 0: to the trace's end
+    time_scale: float = 1.0  # run seconds per trace second
+    token_scale: float = 1.0  # run tokens per trace token (a small model's context)
 
 
 @dataclass
@@ -112,6 +125,8 @@ class EngineCfg:
     readiness: bool = default("engine.readiness")
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
+    # passes rank 0 runs with requests outstanding and no token committed -> stalled (0 = off)
+    stall_passes: int = 2000
     # flip churn (flip.due): cutovers / re-admitted residents with no token committed (0 = off)
     livelock_flips: int = 32
     livelock_readmits: int = 256
@@ -201,6 +216,9 @@ class WatchCfg:
     progress_s: float = 2.0
     blocked_on: bool = True  # the blocked-on records + op ring (off only to measure their cost)
     shutdown_grace_s: float = 15.0  # after the shutdown, ranks that neither leave nor progress
+    # requests outstanding and no token committed for this long -> stalled (virtual seconds on
+    # the simulator; rank 0's engine.stall_passes usually names it first)
+    progress_stall_s: float = 30.0
 
 
 @dataclass
@@ -208,7 +226,7 @@ class ExploreCfg:
     """The simulator's knobs (engine.transport=sim) and the explorer's (python -m ppx.explore)."""
 
     name: str = "default"
-    strategy: str = "random"  # random | pct | dfs | replay
+    strategy: str = "random"  # random | pct | dfs | exhaustive | replay
     seed: int = 0  # the schedule seed (schedule i of an exploration uses seed + i)
     schedules: int = 100  # how many schedules `ppx.explore` runs
     depth: int = 3  # pct: the bug depth d
@@ -217,6 +235,7 @@ class ExploreCfg:
     bound: int = 0  # dfs: branch only within the first `bound` steps (0: no step bound)
     delays: int | None = None  # dfs: at most this many choices of a higher runnable task
     reduce: str = "sleep"  # dfs: sleep (sleep sets over step footprints) | none
+    cache: bool = True  # exhaustive: skip states explored before (fingerprint.py)
     portfolio: list[str] = field(default_factory=lambda: ["random", "pct"])  # its members
     replay: str | None = None  # a schedule.txt to replay (strategy replay)
     step_us: float = 1000.0  # virtual time one scheduling step takes (a pp=3 pass: ~30 ms)
@@ -242,11 +261,17 @@ class SimCfg:
 
     semantics: str = "gloo"  # gloo | nccl (payloads by NCCL's rules, headers by gloo's)
     send_buffer_bytes: int = 1048576  # unreceived bytes a send may leave per direction (0 = sync)
-    connect: str = "eager"  # eager (payload pairs connected at start-up) | lazy (at first use)
+    connect: str = "eager"  # eager (payload pairs connected at start-up) | lazy (by their members)
+    # lazy only: first_use (inside the first payload call) | global (a start-up walk in the one
+    # global order) | next_first (a start-up walk, each rank its next neighbour first)
+    connect_order: str = "first_use"
     stream_order: bool = True  # one communicator's operations run in issue order
     independent_progress: bool = False  # two communicators' operations progress apart (no promise)
     grouped: bool = True  # a group() of sends and receives runs as one operation
-    communicators: str = "forward"  # forward (r -> r + 1) | pair (and last -> 0) | kind (old)
+    # forward (r -> r + 1) | pair (and last -> 0) | kind (old) | world (one default group)
+    communicators: str = "forward"
+    p2p_api: str = "send"  # send (a 2-rank communicator per pair) | batch (the group's device one)
+    host_sync: str = "none"  # none | device (compute waits for the rank's NCCL work)
 
 
 @dataclass
@@ -255,6 +280,9 @@ class OracleCfg:
     # near-tie margin; null: 1e-3 for a float32 model, 0.1 for bf16 / fp16 (the reference is
     # fp32, and a bf16 stage parts from it by a few hundredths of a logit)
     tol: float | None = None
+    # a carried continuation's KV rows against a fresh prefill at the cutover
+    # (flip.continuation=survive): a wrong row stops the run by name (engine/carry_check.py)
+    carry_check: bool = True
 
 
 @dataclass

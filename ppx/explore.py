@@ -58,6 +58,7 @@ def main(cfg: DictConfig) -> None:
         "t_end": time.time(),
     }
     write_summary(os.path.join(out_dir, "summary.json"), s)
+    log_to_wandb(cfg, out_dir, s, ex, overrides, hc.job.config_name)
     line = f"ppx.explore: {s['reason']} in {s['wall_s']}s ({s['schedules_per_s']} schedules/s)"
     line += f"; {s['tokens_checked']} tokens checked by the oracle"
     if ex.dfs is not None:
@@ -81,6 +82,23 @@ def _scenarios(cfg, out_dir: str, overrides: list[str], config_name: str) -> Non
     print(f"ppx.explore: mechanisms (scenarios fired in): {groups}", flush=True)
     if s["mechanisms_missing"]:
         print(f"ppx.explore: never fired: {', '.join(s['mechanisms_missing'])}", flush=True)
+
+
+def log_to_wandb(cfg, out_dir: str, s: dict, ex, overrides: list[str], config_name: str) -> None:
+    """The exploration as a W&B run (job_type explore), its failures with replay commands."""
+    from ppx.run import WANDB_WARNING
+    from ppx.sim.report import replay_command
+    from ppx.telemetry.wandb_sink import log_explore
+
+    failures = [
+        {"failure": key, "verdict": f.verdict, "schedule": f.index, "strategy": f.strategy,
+         "replay": replay_command(overrides, ex.paths[key], config_name)}
+        for key, f in ex.failures.items() if key in ex.paths
+    ]  # fmt: skip
+    try:
+        log_explore(cfg, out_dir, s, failures)
+    except Exception as e:  # the table and summary.json are the record: W&B trouble warns
+        print(f"{WANDB_WARNING}{type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -23,4 +23,9 @@ case "$choice" in
   *) echo "setup: unexpected torch decision '$choice'" >&2; exit 2 ;;
 esac
 $PIP install -q -e ".[dev,notebooks]"
+# the post-mortem page's test renders it in headless Chromium (Debian's package)
+if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
+  SUDO=$([[ $(id -u) == 0 ]] || echo sudo)
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium
+fi
 $PY -c "import torch; print('setup: torch', torch.__version__, 'cuda' if torch.cuda.is_available() else 'cpu')"

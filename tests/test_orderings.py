@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from fr_trace import analyzer_edges, cycle_edges, torchfrtrace
 from ppx_helpers import ROOT, run_ppx, shape
 
 SMALL = ["workload.num_requests=6", "workload.max_new=4", "watch.stall_s=3"]
@@ -42,6 +43,14 @@ def test_historical_ordering_wedges_with_its_cycle(engine, ordering):
     assert open(os.path.join(pm, "cycle.txt")).read().strip() == s["cycle"]
     # a wedge is every rank blocked for the whole stall window (watch.stall_s=3), never less
     assert all(b is not None and b["since_s"] >= 3 for b in s["blocked_on"])
+    # torch's Flight Recorder analyzer, on the dumps built from the same record, names the
+    # cycle's waits (tests/test_flight_recorder.py holds its red arm)
+    rep = torchfrtrace(os.path.join(pm, "flight_recorder"))
+    assert rep.returncode == 0, rep.stderr
+    assert cycle_edges(s["cycle"]) <= analyzer_edges(rep.stdout + rep.stderr)
+    # torch's own recorder's dumps beside ppx's, one per rank (gloo records collectives only)
+    fr = os.listdir(os.path.join(pm, "flight_recorder"))
+    assert sorted(f for f in fr if f.startswith("torch_fr_")) == [f"torch_fr_{r}" for r in range(3)]
 
 
 @pytest.mark.parametrize("workload", ["shared_prefix", "random"])

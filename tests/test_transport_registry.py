@@ -36,7 +36,16 @@ ERRORS = {
     ),
     "layout": (
         ["engine.transport=sim", "sim.semantics=nccl", "sim.communicators=ring"],
-        "sim.communicators='ring': forward | pair | kind",
+        "sim.communicators='ring': forward | pair | kind | world",
+    ),
+    "api": (
+        ["engine.transport=sim", "sim.semantics=nccl", "sim.p2p_api=isend"],
+        "sim.p2p_api='isend': send | batch",
+    ),
+    "a set-up order without lazy set-up": (
+        ["engine.transport=sim", "sim.semantics=nccl", "sim.connect_order=global"],
+        "sim.connect_order=global orders a lazy set-up: it needs sim.connect=lazy (eager "
+        "communicators exist before any order matters)",
     ),
     "negative buffer": (
         ["engine.transport=sim", "sim.semantics=nccl", "sim.send_buffer_bytes=-1"],
@@ -62,6 +71,9 @@ def test_the_simulator_accepts_every_nccl_rule():
         "sim.independent_progress=true",
         "sim.grouped=false",
         "sim.communicators=kind",
+        "sim.connect_order=next_first",
+        "sim.p2p_api=batch",
+        "sim.host_sync=device",
     )
     assert spec_of(cfg).simulated and cfg.sim.connect == "lazy"
 

@@ -60,6 +60,7 @@ class Op(IntEnum):
     PASS = 5
     PULL = 6
     READY = 7
+    CONNECT = 8  # a communicator's creation, waiting for its other members (sim nccl)
 
     @property
     def label(self) -> str:
@@ -101,6 +102,10 @@ class Board:
         else:
             self.arr = np.memmap(path, dtype=np.int64, mode="r+", shape=shape)
 
+    def clock_ns(self) -> int:
+        """Nanoseconds on the board's clock (SimBoard: the virtual clock)."""
+        return time.monotonic_ns()
+
     # -- views ------------------------------------------------------------------------
     def fields(self, rank: int) -> np.ndarray:
         return self.arr[rank, : F.NUM]
@@ -134,7 +139,7 @@ class Board:
             "pass_id": int(f[F.BLK_PASS]),
             "seq": int(f[F.BLK_SEQ]),
             "width": int(f[F.BLK_WIDTH]),
-            "since_s": round((time.monotonic_ns() - int(f[F.BLK_SINCE_NS])) / 1e9, 3),
+            "since_s": round((self.clock_ns() - int(f[F.BLK_SINCE_NS])) / 1e9, 3),
         }
 
     def ops(self, rank: int) -> list[dict]:
@@ -176,6 +181,10 @@ class RankBoard:
         self.ring = board.ring(rank)
         self.f[F.PID] = os.getpid()
         self._head = int(self.f[F.RING_HEAD])
+        # the board's clock: wall time, or the simulator's virtual time (sim.world.SimBoard),
+        # so a simulated state holds no wall-clock reading (the exhaustive search's
+        # fingerprint compares states by value)
+        self._ns = board.clock_ns
         self.enabled = True  # watch.blocked_on=false turns the records off (overhead benchmark)
 
     def set(self, field: F, value: int) -> None:
@@ -185,14 +194,14 @@ class RankBoard:
         self.f[field] += value
 
     def beat(self, pass_id: int) -> None:
-        self.f[F.HEARTBEAT_NS] = time.monotonic_ns()
+        self.f[F.HEARTBEAT_NS] = self._ns()
         self.f[F.PASS] = pass_id
 
     def block(
         self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, width: int = -1
     ) -> int:
         """Write the blocked-on record *before* the blocking call: a wedge leaves it behind."""
-        now = time.monotonic_ns()
+        now = self._ns()
         if not self.enabled:
             return now
         # one store for the whole record (BLK_PEER..BLK_WIDTH are adjacent), then the op
@@ -211,7 +220,7 @@ class RankBoard:
     def record(
         self, op: Op, peer: int, kind: int, slot: int, pass_id: int, seq: int, since: int
     ) -> None:
-        now = time.monotonic_ns()
+        now = self._ns()
         head = self._head  # only this rank writes its head: no read back from the board
         self.ring[head % RING] = (since, op, peer, kind, slot, pass_id, seq, now - since)
         self._head = self.f[_HEAD] = head + 1

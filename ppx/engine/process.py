@@ -19,6 +19,7 @@ from ppx.engine.board import Board
 from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport import Transport
 from ppx.engine.transport.registry import spec_of
+from ppx.watch import torch_fr
 
 
 def die_with_parent() -> None:
@@ -51,6 +52,9 @@ def rank_main(a: RankArgs) -> None:
         os.environ.clear()
         os.environ.update(a.env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    # torch's own Flight Recorder, dumped on the post-mortem's request beside ppx's
+    # (ppx/watch/torch_fr.py)
+    torch_fr.enable(os.path.join(a.run_dir, "ranks"), a.rank)
     die_with_parent()
     # everything the rank prints (warnings, gloo's own messages) goes to its log in the run dir
     log = os.open(
@@ -83,5 +87,6 @@ def rank_main(a: RankArgs) -> None:
         loop.t.close()
     stack_file.flush()
     sys.stdout.flush()
+    torch_fr.disable(os.path.join(a.run_dir, "ranks"), a.rank)
     # after a stop or an error the peers may be blocked on us: leave without waiting on gloo
     os._exit(0 if report["state"] == "done" else 3)

@@ -1,4 +1,4 @@
-"""The request driver: feeds rank 0 (closed loop or Poisson), receives the token stream,
+"""The request driver: feeds rank 0 (closed loop, Poisson, bursty or a trace's times), receives the token stream,
 measures TTFT and ITL at the frontend, and accounts for every request it submitted."""
 
 from __future__ import annotations
@@ -39,8 +39,13 @@ class Driver:
         # `clock`: wall time, or the simulator's virtual time (arrivals, TTFT and ITL in it)
         self.wl, self.in_q, self.out_q, self.t0, self.clock = workload, in_q, out_q, t0, clock
         w = workload.w
-        self.concurrency, self.rate = int(w.concurrency), float(w.rate)
-        self.limit = int(w.num_requests)
+        # `max_concurrency` (vLLM's flag): caps requests in flight under any arrival process;
+        # in the closed loop it is the loop's width, else `concurrency` is
+        cap = int(w.max_concurrency)
+        self.concurrency = cap if cap > 0 else int(w.concurrency)
+        self.cap = cap if cap > 0 else None
+        self.timed = workload.timed
+        self.limit = workload.count
         self.deadline = t0 + float(w.duration_s) if workload.open_ended else None
         self.records: dict[int, Record] = {}
         self.next_rid = 0
@@ -70,10 +75,13 @@ class Driver:
 
     def pump(self) -> None:
         now = self.clock()
-        if self.rate > 0:
+        if self.timed:
             while self._more(now) and self.next_arrival <= now:
+                if self.cap is not None and self.active >= self.cap:
+                    break  # vLLM's semaphore: the arrival waits for a request to finish
+                rid = self.next_rid
                 self._submit(now)
-                self.next_arrival += self.rng.expovariate(self.rate)
+                self.next_arrival += self.wl.gap_after(rid, self.rng)
         else:
             while self._more(now) and self.active < self.concurrency:
                 self._submit(now)
@@ -81,7 +89,9 @@ class Driver:
     def next_wake(self) -> float | None:
         """When the driver next wants to submit on its own (a Poisson arrival); None when
         only a token coming back can make it submit (closed loop) or nothing remains."""
-        if self.rate > 0 and self._more(self.next_arrival):
+        if self.timed and self._more(self.next_arrival):
+            if self.cap is not None and self.active >= self.cap:
+                return None  # only a finishing request frees the arrival
             return self.next_arrival
         return None
 

@@ -1,6 +1,7 @@
 """Text in and out: a model directory's tokenizer.json (the `tokenizers` library, never
-`transformers`), chat messages rendered with the directory's chat template, and JSONL
-prompt files read line by line with a reason for every line that cannot be served."""
+`transformers`), chat messages rendered with the directory's chat template, and prompt files
+(JSONL here, ShareGPT in sharegpt.py) read with a reason for every prompt that cannot be
+served."""
 
 from __future__ import annotations
 
@@ -112,6 +113,11 @@ def _parse(raw: str, where: str, tok: Codec | None, max_new: int, max_context: i
         ids = tok.encode(text)
     else:
         return Line([], n, None, f"{where}: no prompt (a non-empty 'prompt' or 'messages')")
+    return checked_line(ids, n, text, where, max_context)
+
+
+def checked_line(ids: list[int], n: int, text: str | None, where: str, max_context: int) -> Line:
+    """A prompt of token ids with `n` tokens to generate, or why the model cannot serve it."""
     if not ids:
         return Line([], n, text, f"{where}: the prompt encodes to no tokens")
     if len(ids) + n > max_context:
@@ -139,15 +145,32 @@ def read_jsonl(path: str, tok: Codec | None, max_new: int, max_context: int) -> 
     return out
 
 
+PROMPT_FILES = {
+    "jsonl": "one JSON object per line",
+    "sharegpt": "a ShareGPT JSON array of conversations",
+}
+
+
+def prompt_lines(cfg, tok: Codec | None) -> list[Line] | None:
+    """The prompts of a prompt-file workload (jsonl, sharegpt); None for any other."""
+    w = cfg.workload
+    if w.name not in PROMPT_FILES:
+        return None
+    if not w.path:
+        raise TextError(f"workload={w.name} needs workload.path=FILE ({PROMPT_FILES[w.name]})")
+    if w.name == "sharegpt":
+        from ppx.frontend.sharegpt import read_sharegpt
+
+        n = int(w.output_len)
+        return read_sharegpt(str(w.path), tok, n, int(cfg.model.max_context))[0]
+    return read_jsonl(str(w.path), tok, int(w.max_new), int(cfg.model.max_context))
+
+
 def check_text(cfg) -> None:
-    """Validation before any spawn: the tokenizer matches the model, and a JSONL workload has
-    at least one servable line (`workload.num_requests` is capped at the file's lines)."""
+    """Validation before any spawn: the tokenizer matches the model, and a prompt-file
+    workload has at least one servable prompt (`workload.num_requests` is capped at them)."""
     file = tokenizer_file(cfg.model)
     tok = load_tokenizer(file, int(cfg.model.vocab)) if file else None
-    w = cfg.workload
-    if w.name != "jsonl":
-        return
-    if not w.path:
-        raise TextError("workload=jsonl needs workload.path=FILE (one JSON object per line)")
-    lines = read_jsonl(str(w.path), tok, int(w.max_new), int(cfg.model.max_context))
-    w.num_requests = min(int(w.num_requests), len(lines))
+    lines = prompt_lines(cfg, tok)
+    if lines is not None:
+        cfg.workload.num_requests = min(int(cfg.workload.num_requests), len(lines))

@@ -1,10 +1,15 @@
-"""Workloads: synthetic generators (the i-th request is a pure function of (config, seed, i))
-and `jsonl`, real prompts read from a file (`workload=jsonl workload.path=FILE`)."""
+"""Workloads: synthetic generators (the i-th request is a pure function of (config, seed, i)),
+prompt files (`jsonl`, ShareGPT's JSON) and public traces (Azure, BurstGPT, Mooncake; see
+traces.py). The flags of `vllm bench serve` / `sglang.bench_serving` each have a key here
+(the mapping: docs/running.md)."""
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
+
+from ppx.frontend.arrivals import gap, is_open_loop
 
 
 @dataclass(frozen=True)
@@ -15,9 +20,17 @@ class Request:
     error: str = ""  # set: the request is refused at submission with this reason
 
 
+def length_range(center: int, range_ratio: float) -> tuple[int, int]:
+    """vLLM's random dataset: lengths uniform in [floor(L*(1-r)), ceil(L*(1+r))], at least 1."""
+    lo = max(1, math.floor(center * (1 - range_ratio)))
+    return lo, max(lo, math.ceil(center * (1 + range_ratio)))
+
+
 class Workload:
     """shared_prefix: one (or a few) long shared prefixes + varied tails; random: independent
-    prompts; long_prompt: prompts several chunks long."""
+    prompts (vLLM's input_len/output_len/range_ratio when input_len > 0); long_prompt: prompts
+    several chunks long; generated_shared_prefix: sglang's groups x prompts_per_group, each
+    group one system prompt (prefix_len) + a question (prompt_min..prompt_max)."""
 
     tokenizer = None  # a text.Codec when the model has one: requests.parquet gains text
 
@@ -32,28 +45,64 @@ class Workload:
             if w.prefix_len > 0
             else []
         )
+        self.prompt_range = (
+            length_range(int(w.input_len), float(w.range_ratio))
+            if int(w.input_len) > 0
+            else (int(w.prompt_min), int(w.prompt_max))
+        )
+        out = int(w.output_len)
+        self.output_range = (
+            length_range(out, float(w.range_ratio)) if out > 0 else (int(w.max_new),) * 2
+        )
+
+    def _group(self, i: int) -> int:
+        per_group = int(self.w.prompts_per_group)
+        # generated_shared_prefix: group-major (sglang's order before its shuffle); the
+        # other generators cycle through their prefixes
+        return i // per_group if per_group > 0 else i % len(self.prefixes)
 
     def request(self, i: int) -> Request:
         rng = random.Random(f"req/{self.seed}/{i}")
-        n = rng.randint(self.w.prompt_min, self.w.prompt_max)
+        n = rng.randint(*self.prompt_range)
         tail = [rng.randrange(1, self.vocab) for _ in range(n)]
-        head = self.prefixes[i % len(self.prefixes)] if self.prefixes else []
-        return Request(i, head + tail, int(self.w.max_new))
+        head = self.prefixes[self._group(i) % len(self.prefixes)] if self.prefixes else []
+        lo, hi = self.output_range
+        max_new = rng.randint(lo, hi) if hi > lo else lo  # one draw only when it varies
+        return Request(i, head + tail, max_new)
+
+    @property
+    def count(self) -> int:
+        """How many requests a run submits (unless `duration_s` keeps it going)."""
+        return int(self.w.num_requests)
 
     @property
     def open_ended(self) -> bool:
         return float(self.w.duration_s) > 0
 
+    @property
+    def timed(self) -> bool:
+        """Arrivals paced by the clock (a rate, or a trace's timestamps), not by completions."""
+        return is_open_loop(float(self.w.rate))
+
     def arrivals(self) -> random.Random:
         return random.Random(f"arrivals/{self.seed}")
 
+    def gap_after(self, rid: int, rng: random.Random) -> float:
+        """Seconds from request `rid`'s arrival to the next one's."""
+        return gap(rng, float(self.w.rate), float(self.w.burstiness))
 
-class JsonlWorkload(Workload):
-    """One request per non-blank line of `workload.path`, in file order, served closed-loop
-    (or Poisson with `workload.rate`); `workload.num_requests` caps how many are taken."""
+
+class LinesWorkload(Workload):
+    """One request per prompt of a file (`jsonl` lines, ShareGPT conversations), in file
+    order, served closed-loop (or paced by `workload.rate`); `workload.num_requests` caps how
+    many are taken."""
 
     def __init__(self, w, lines: list, tokenizer, seed: int) -> None:
         self.w, self.seed, self.lines, self.tokenizer = w, seed, lines, tokenizer
+
+    @property
+    def count(self) -> int:
+        return min(int(self.w.num_requests), len(self.lines))
 
     def request(self, i: int) -> Request:
         ln = self.lines[i]
@@ -62,14 +111,17 @@ class JsonlWorkload(Workload):
 
 def make_workload(cfg) -> Workload:
     """The workload a (validated) config names, with the model's tokenizer when it has one."""
-    from ppx.frontend.text import load_tokenizer, read_jsonl, tokenizer_file
+    from ppx.frontend.text import load_tokenizer, prompt_lines, tokenizer_file
+    from ppx.frontend.traces import TRACE_WORKLOADS, make_trace_workload
 
     file = tokenizer_file(cfg.model)
     tok = load_tokenizer(file, int(cfg.model.vocab)) if file else None
     w = cfg.workload
-    if w.name == "jsonl":
-        lines = read_jsonl(str(w.path), tok, int(w.max_new), int(cfg.model.max_context))
-        return JsonlWorkload(w, lines, tok, int(cfg.seed))
+    if w.name in TRACE_WORKLOADS:
+        return make_trace_workload(cfg)
+    lines = prompt_lines(cfg, tok)
+    if lines is not None:
+        return LinesWorkload(w, lines, tok, int(cfg.seed))
     wl = Workload(w, int(cfg.model.vocab), int(cfg.seed))
     wl.tokenizer = tok
     return wl

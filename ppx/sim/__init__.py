@@ -8,5 +8,8 @@ channels as a gloo run) and returns the supervisor's outcome; `schedule.py` save
 the choices that make a run replayable. The explorer (`python -m ppx.explore`): `runner.py`
 judges one schedule (verdict and oracle), `shard.py` runs a shard of an exploration,
 `shrink.py` minimises its failures, `fanout.py` runs shards on local processes or launcher
-jobs, `merge.py` merges and writes them, `explore.py` ties them together.
+jobs, `merge.py` merges and writes them, `explore.py` ties them together. `exhaustive.py` /
+`exhaustive_run.py`: every interleaving of a bounded scenario (sleep sets, a visited set of
+state digests from `fingerprint.py`, shortest traces); `ends.py`: a schedule's end record;
+`gallery.py`: the incident gallery, exhaustively.
 """

@@ -18,7 +18,7 @@ import time
 
 from ppx.sim.merge import Exploration, merge
 from ppx.sim.report import finish, summary_dict
-from ppx.sim.schedule import config_hash
+from ppx.sim.schedule import config_hash, resolved_config
 from ppx.sim.shard import run_shard
 
 
@@ -29,6 +29,12 @@ def explore(
     x = cfg.explore
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.time()
+    if x.strategy == "exhaustive":  # one walk, one process (exhaustive_run.py)
+        from ppx.sim.exhaustive_run import search
+
+        with open(os.path.join(out_dir, "ranks.log"), "w") as log:
+            ex = search(cfg, echo, log)
+        return finish(ex, config_hash(cfg), out_dir, echo, overrides, config_name)
     if int(x.shards) > 1:  # a launcher job: this process is one shard of the sweep
         results = [_one(cfg, int(x.shard), int(x.shards), echo, out_dir)]
     elif int(x.workers) > 1:
@@ -38,6 +44,7 @@ def explore(
     else:
         results = [_one(cfg, 0, 1, echo, out_dir)]
     ex = merge(results, time.time() - t0)
+    ex.config = resolved_config(cfg)
     return finish(ex, config_hash(cfg), out_dir, echo, overrides, config_name)
 
 
@@ -53,4 +60,9 @@ def summary_of(ex: Exploration, cfg, exp: str | None) -> dict:
     from ppx.telemetry.summary import choices_of
 
     choices = choices_of(cfg, exp) | {"strategy": str(cfg.explore.strategy)}
-    return summary_dict(ex, choices, cfg.logger.group)
+    s = summary_dict(ex, choices, cfg.logger.group)
+    if cfg.explore.strategy == "exhaustive":
+        from ppx.sim.exhaustive_run import summary_keys
+
+        s |= summary_keys(ex)
+    return s

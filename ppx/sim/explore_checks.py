@@ -32,6 +32,11 @@ def check_explore(x) -> None:
                 "under reordering, so the reduction could lose schedules; set "
                 "explore.reduce=none"
             )
+    if x.strategy == "exhaustive" and (x.workers > 1 or x.shards > 1):
+        raise ConfigError(
+            "explore.strategy=exhaustive: one walk on one process (explore.workers=1, "
+            "explore.shards=1)"
+        )
     if "pct" in members and x.depth < 1:
         raise ConfigError(f"explore.depth={x.depth}: pct needs a bug depth >= 1")
     if x.workers < 1 or x.shards < 1 or not 0 <= x.shard < x.shards:

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 
 from ppx.oracle import Oracle, sample_rids
 from ppx.sim.coverage import counters_of
+from ppx.sim.ends import END_COLUMNS, end_record
 from ppx.sim.world import SimSupervisor
 
 COLUMNS = [
@@ -31,6 +32,7 @@ COLUMNS = [
     "tokens_checked",
     "steps",
     "virtual_s",
+    *END_COLUMNS,
 ]
 
 
@@ -54,8 +56,13 @@ class Result:
 
 
 def failure_key(verdict: str, reason: str, cycle: str | None) -> str:
-    """Failures are told apart by verdict and cycle (or the reason with numbers blanked)."""
-    what = cycle or re.sub(r"\d+", "#", reason or "")[:120]
+    """One bug, one key: the verdict and the cycle (ranks and operations kept; slot, pass,
+    seq numbers blanked), else the reason with every number blanked -- the slot a request
+    landed in, the pass, the rid and the counts vary from schedule to schedule."""
+    if cycle:
+        what = re.sub(r"(slot|pass|seq)=\d+", r"\1=#", cycle)
+    else:
+        what = re.sub(r"\d+", "#", reason or "")[:120]
     return f"{verdict}: {what}"
 
 
@@ -88,16 +95,17 @@ class Runner:
         checked, bad = self.check(sup.driver)
         if verdict == "served" and bad:
             verdict, reason = "mismatch", f"oracle: {bad[0]}"
+        cycle = (out.get("postmortem") or {}).get("cycle")
         row = {
             "verdict": verdict,
             "reason": reason,
-            "cycle": (out.get("postmortem") or {}).get("cycle"),
+            "cycle": cycle,
             "tokens": sup.driver.tokens,
             "served": sup.driver.count("served"),
             "tokens_checked": checked,
             "steps": out["sim"]["steps"],
             "virtual_s": out["sim"]["virtual_s"],
-        }
+        } | end_record(sup.driver, sup.out_q.history, failure_key(verdict, reason, cycle))
         s = sup.sched
         return Result(row, list(s.choices), counters_of(sup.reports))
 

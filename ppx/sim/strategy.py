@@ -5,6 +5,7 @@
   runnable one goes; at d - 1 random change points the running task drops below every other.
   A bug that needs d ordering constraints is found with probability >= 1 / (n k^(d-1)).
 - `dfs`: bounded exhaustive search with sleep-set reduction and a delay bound (dfs.py).
+- `exhaustive`: every interleaving, no bound, sleep sets and state caching (exhaustive.py).
 - `portfolio`: several of the above side by side, schedule i run by member i mod M.
 - `replay`: the choices of a saved schedule; a different choice point is a mismatch.
 """
@@ -15,7 +16,7 @@ import random as _random
 
 from ppx.sim.scheduler import ReplayMismatch
 
-STRATEGIES = ("random", "pct", "dfs", "portfolio", "replay")
+STRATEGIES = ("random", "pct", "dfs", "portfolio", "replay", "exhaustive")
 MEMBERS = ("random", "pct", "dfs")  # what a portfolio may hold
 
 

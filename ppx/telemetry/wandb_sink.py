@@ -1,4 +1,6 @@
-"""W&B sink: one run per engine boot, offline by default, finished in a `finally`.
+"""W&B sink: one run per engine boot or exploration, offline by default, finished in a
+`finally`. `job_type` says the kind of run (run, explore, replay, study), `group` the study
+(else the experiment); a run that did not serve carries its post-mortem page as an artifact.
 
 The run is opened after the engine has stopped, so W&B's own service process never competes
 with the ranks for the CPU, and `wandb.teardown()` makes sure it does not outlive the run.
@@ -46,31 +48,72 @@ def wandb_summary(summary: dict) -> dict:
     return out
 
 
-def log_run(
-    cfg, run_dir: str, summary: dict, metrics: list[dict], events: list[dict], resolved: dict
-) -> str | None:
+JOB_TYPES = ("run", "explore", "replay", "study")
+
+
+def job_type(cfg, summary: dict) -> str:
+    """What kind of run this is, W&B's `job_type` (filter a project's runs by it): a run of
+    a study sweep, the replay of a saved schedule, or a plain run (the explorer: explore)."""
+    if summary.get("study"):
+        return "study"
+    explore = cfg.get("explore") if hasattr(cfg, "get") else None
+    if explore is not None and explore.get("replay"):
+        return "replay"
+    return "run"
+
+
+def _enabled(cfg) -> bool:
     lg = cfg.logger
-    if lg.name == "none" or lg.mode == "disabled":
-        return None
+    return not (lg.name == "none" or lg.mode == "disabled")
+
+
+def _init(cfg, run_dir: str, summary: dict, config: dict, kind: str):
+    """One W&B run; group = the study (one group per study), else the experiment."""
     os.environ.setdefault("WANDB_SILENT", "true")
     import wandb
 
-    choices = summary.get("choices", {})
+    lg, choices = cfg.logger, summary.get("choices", {})
     tags = [f"{k}={v}" for k, v in tag_choices(choices).items()] + list(lg.tags or [])
+    return wandb.init(
+        project=lg.project,
+        entity=lg.entity,
+        mode=lg.mode,
+        dir=run_dir,
+        group=lg.group or summary.get("study") or choices.get("exp") or "adhoc",
+        job_type=kind,
+        config=config,
+        tags=[t[:64] for t in tags],
+        name=os.path.basename(run_dir.rstrip("/")),
+        settings=wandb.Settings(console="off", x_disable_stats=True),
+    )
+
+
+def attach_postmortem(run, run_dir: str) -> None:
+    """The post-mortem page (python -m ppx.postmortem) as an artifact of type `postmortem`,
+    with the Flight Recorder dumps beside it."""
+    import wandb
+
+    from ppx.postmortem.page import write_page
+
+    page = write_page(run_dir)
+    art = wandb.Artifact(f"postmortem-{run.id}", type="postmortem")
+    art.add_file(page, name="postmortem.html")
+    fr = os.path.join(run_dir, "postmortem", "flight_recorder")
+    if os.path.isdir(fr):
+        art.add_dir(fr, name="flight_recorder")
+    run.log_artifact(art)
+
+
+def log_run(
+    cfg, run_dir: str, summary: dict, metrics: list[dict], events: list[dict], resolved: dict
+) -> str | None:
+    if not _enabled(cfg):
+        return None
+    import wandb
+
     run = None
     try:
-        run = wandb.init(
-            project=lg.project,
-            entity=lg.entity,
-            mode=lg.mode,
-            dir=run_dir,
-            group=lg.group or summary.get("study") or choices.get("exp") or "adhoc",
-            job_type="supervisor",
-            config=wandb_config(summary, resolved),
-            tags=[t[:64] for t in tags],
-            name=os.path.basename(run_dir.rstrip("/")),
-            settings=wandb.Settings(console="off", x_disable_stats=True),
-        )
+        run = _init(cfg, run_dir, summary, wandb_config(summary, resolved), job_type(cfg, summary))
         for row in metrics:
             if row["rank"] == -1:
                 run.log(
@@ -93,7 +136,33 @@ def log_run(
                     "postmortem/cycle": summary.get("cycle") or "no cycle",
                 }
             )
+            attach_postmortem(run, run_dir)
         run.summary.update(wandb_summary(summary))
+        return run.dir
+    finally:
+        if run is not None:
+            run.finish()
+        wandb.teardown()
+
+
+def log_explore(cfg, out_dir: str, summary: dict, failures: list[dict]) -> str | None:
+    """An exploration as one W&B run (job_type explore): the verdict counts, schedules/s and
+    a table of its failures with the command that replays each."""
+    if not _enabled(cfg):
+        return None
+    import wandb
+
+    run = None
+    try:
+        config = {**summary.get("choices", {}), "explore": dict(cfg.explore)}
+        run = _init(cfg, out_dir, summary, config, "explore")
+        counts = summary.get("verdicts") or {}
+        run.summary.update(
+            {f"verdicts/{v}": n for v, n in counts.items()}
+            | {k: summary.get(k) for k in ("schedules", "schedules_per_s", "wall_s", "tokens_checked", "verdict")}
+        )  # fmt: skip
+        cols = ["failure", "verdict", "schedule", "strategy", "replay"]
+        run.log({"failures": wandb.Table(columns=cols, data=[[f[c] for c in cols] for f in failures])})  # fmt: skip
         return run.dir
     finally:
         if run is not None:

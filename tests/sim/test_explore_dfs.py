@@ -80,6 +80,7 @@ def test_a_schedule_found_on_the_idle_clock_replays_with_its_printed_command(tmp
 
     from ppx.config import ConfigError
     from ppx.sim.report import replay_command
+    from ppx.sim.runner import failure_key
 
     lap = [*SMALL_DFS, "engine/ordering=blocking_lap", "explore.bound=6", ALL]
     ex = explore_in(tmp_path / "ex", *lap)
@@ -88,7 +89,7 @@ def test_a_schedule_found_on_the_idle_clock_replays_with_its_printed_command(tmp
     assert cmd[:5] == ["python", "-m", "ppx.run", "--config-name", "explorer"]
     assert "explore.clock=idle" in cmd  # the clock shapes the run: the replay keeps it
     s = replay(tmp_path / "run", [c for c in cmd[5:] if not c.startswith("explore.replay=")], path)
-    assert s["verdict"] == "wedged" and key == f"wedged: {s['cycle']}"
+    assert s["verdict"] == "wedged" and key == failure_key("wedged", "", s["cycle"])
     # red: the same schedule on the step clock is another config, refused before it runs
     with pytest.raises(ConfigError, match="recorded for another config"):
         same = [c for c in cmd[5:] if not c.startswith(("explore.replay=", "explore.clock="))]

@@ -29,11 +29,18 @@ NCCL = dict(
 BIG = 1 << 18  # float32 elements: 1 MiB, more than a zero buffer and as much as the default
 
 
-def world(n: int = 2, seed: int = 0, **rules):
+def world(n: int = 2, seed: int = 0, board=None, **rules):
+    """A scheduler and one transport per rank (`board`: where the plane's own waits write
+    their blocked-on record, as in a SimSupervisor run)."""
+    sched, wire = sim_wire(n, seed, board, **rules)
+    return sched, [SimTransport(wire, r) for r in range(n)]
+
+
+def sim_wire(n: int = 2, seed: int = 0, board=None, **rules) -> tuple[Scheduler, SimWire]:
+    """The scheduler and the wire alone: a rank task opens its own transport (as in a run)."""
     sim = SimpleNamespace(**(NCCL | rules)) if rules.get("semantics", "nccl") == "nccl" else None
     sched = Scheduler(RandomStrategy(seed), 1e-3, 100_000, 1e6)
-    wire = SimWire(sched, n, sim)
-    return sched, [SimTransport(wire, r) for r in range(n)]
+    return sched, SimWire(sched, n, sim, board)
 
 
 def run(sched, *bodies) -> str:

@@ -55,7 +55,8 @@ def test_replay_reproduces_verdict_cycle_tokens_and_events(tmp_path):
 def test_a_diverging_replay_ends_mismatch_naming_the_step(tmp_path):
     first = run_inproc(str(tmp_path / "a"), *SMALL, *SERVE)
     lines = open(first["schedule"]).read().splitlines()
-    body = " ".join(lines[6:-1]).split()
+    at = next(i for i, line in enumerate(lines) if line.startswith("choices ")) + 1
+    body = " ".join(lines[at:-1]).split()
     # bend one recorded choice to another legal one. Steps that commute may take the run
     # back onto the recorded choice points, so bend them one at a time until the replay
     # meets a choice point that differs (an isend is no choice point: few of them commute)
@@ -65,7 +66,7 @@ def test_a_diverging_replay_ends_mismatch_naming_the_step(tmp_path):
         bent_body = list(body)
         bent_body[i] = f"{next(t for t in others if t != int(tid))}:{mask}"
         bent = tmp_path / f"bent{i}.txt"
-        bent.write_text("\n".join([*lines[:6], " ".join(bent_body), "end"]) + "\n")
+        bent.write_text("\n".join([*lines[:at], " ".join(bent_body), "end"]) + "\n")
         s = run_inproc(str(tmp_path / f"b{i}"), *SMALL, *SERVE, f"explore.replay={bent}")
         if s["verdict"] == "mismatch":
             break

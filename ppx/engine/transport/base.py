@@ -56,6 +56,11 @@ class Transport:
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def host_sync(self) -> None:
+        """Called inside a compute step: where a device transport's host would sync with the
+        device. Only the simulator models what that waits for (sim.host_sync); elsewhere
+        nothing happens here."""
+
     # -- collectives (every member calls them in the same order) --------------------------
     def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

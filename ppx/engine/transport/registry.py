@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 SIM_CHOICES = {
     "semantics": ("gloo", "nccl"),
     "connect": ("eager", "lazy"),
-    "communicators": ("forward", "pair", "kind"),
+    "connect_order": ("first_use", "global", "next_first"),
+    "communicators": ("forward", "pair", "kind", "world"),
+    "p2p_api": ("send", "batch"),
+    "host_sync": ("none", "device"),
 }
 
 
@@ -107,6 +110,11 @@ class Sim(TransportSpec):
                 raise ValueError(f"sim.{key}={s[key]!r}: {' | '.join(choices)}")
         if s.send_buffer_bytes < 0:
             raise ValueError(f"sim.send_buffer_bytes={s.send_buffer_bytes}: bytes >= 0")
+        if s.connect_order != "first_use" and s.connect != "lazy":
+            raise ValueError(
+                f"sim.connect_order={s.connect_order} orders a lazy set-up: it needs "
+                "sim.connect=lazy (eager communicators exist before any order matters)"
+            )
         if s.semantics == "gloo":
             k = sim_changed(cfg, skip=("semantics",))
             if k:

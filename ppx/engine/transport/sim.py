@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import torch
 
 from ppx.engine.transport.base import Transport
-from ppx.engine.transport.sim_nccl import NcclPlane, NcclRules
+from ppx.engine.transport.sim_nccl import NcclPlane
 from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
-from ppx.sim.scheduler import CLOCK
+from ppx.engine.transport.sim_nccl_rules import NcclRules
 
 
 @dataclass
@@ -49,9 +49,10 @@ class _Collective:
 class SimWire:
     """What every rank's SimTransport of one run shares."""
 
-    def __init__(self, sched, world: int, sim=None) -> None:
-        """`sim`: the `sim` config section (SimCfg); None or semantics=gloo: gloo throughout."""
-        self.sched, self.world = sched, world
+    def __init__(self, sched, world: int, sim=None, board=None) -> None:
+        """`sim`: the `sim` config section (SimCfg); None or semantics=gloo: gloo throughout.
+        `board`: the run's status board, where the NCCL plane's own waits write a record."""
+        self.sched, self.world, self.board = sched, world, board
         self.queues: dict[tuple[int, int, int], deque[_Send]] = defaultdict(deque)
         self.collectives: dict[int, _Collective] = {}
         self.coll_seq = [0] * world
@@ -78,8 +79,9 @@ class SimTransport(Transport):
     def __init__(self, wire: SimWire, rank: int) -> None:
         self.wire, self.sched = wire, wire.sched
         self.rank, self.world = rank, wire.world
-        self.nccl = NcclEndpoint(wire.nccl, wire.sched, rank) if wire.nccl else None
+        self.nccl = NcclEndpoint(wire.nccl, wire.sched, rank, wire.board) if wire.nccl else None
         if self.nccl is not None:
+            self.nccl.start()  # connect=lazy with a start-up order: the set-up walk
             # an NCCL send's wait() does not wait for the peer: the channels' flush does
             self.rendezvous_sends = False
             # one communicator per pair has no tags: payloads must be taken in send order
@@ -126,6 +128,11 @@ class SimTransport(Transport):
     def group(self):
         """ncclGroupStart/End around NCCL payload operations; nothing under gloo."""
         return self.nccl.group() if self.nccl is not None else contextlib.nullcontext()
+
+    def host_sync(self) -> None:
+        """A compute step's host sync with the device (sim.host_sync; nothing under gloo)."""
+        if self.nccl is not None:
+            self.nccl.host_sync()
 
     # -- collectives ---------------------------------------------------------------------
     def _enter(self, op: str, tensor: torch.Tensor) -> _Collective:
@@ -193,6 +200,6 @@ class SimTransport(Transport):
         else:
             sched.clock()
             sched.wait_until(
-                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, CLOCK)
+                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, sched.clock_key)
             )
         return pred()

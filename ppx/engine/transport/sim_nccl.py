@@ -2,30 +2,31 @@
 
 On a GPU, ppx's headers (tag 0) and collectives go over gloo and the payloads over NCCL; under
 `sim.semantics=nccl` the simulated wire does the same: tag 0 keeps sim.py's gloo model, tags
-1 + kind follow the rules below, each a `sim.*` knob (SimCfg) so a study can switch it off.
-Sources are listed in docs/simulation.md ("NCCL semantics").
+1 + kind follow the rules below, each a `sim.*` knob (SimCfg, read into sim_nccl_rules.NcclRules,
+which also decides the communicator of an operation and the start-up set-up walk) so a study
+can switch it off. Sources are listed in docs/simulation.md ("NCCL semantics").
 
 - `send_buffer_bytes`: a send completes into its connection's buffer while the bytes its
   direction left unreceived fit; past that (or always, at 0) it waits for the matching
   receive (NVIDIA/nccl#544: two 512 KB sends fit; #783: a send may block until the recv).
-- `connect`: `lazy` -- a rank's first operation on a communicator blocks its host until the
-  peer's first operation on it (ProcessGroupNCCL creates a pair's communicator inside the
-  first call: pytorch#108378, #129140); `eager` -- the payload pairs are connected at start-up.
-- `stream_order`: a rank's operations on one communicator run in issue order, so a send that
-  waits for its receive holds every later operation there (NVIDIA/nccl#479).
+- `connect`: `lazy` -- a communicator is usable once every member reached its creation (in the
+  first operation, or in the start-up walk of `connect_order`); `eager` -- at start-up.
+- `stream_order`: a rank's operations on one communicator (= one stream) run in issue order,
+  so a send that waits for its receive holds every later operation there (NVIDIA/nccl#479).
 - `independent_progress`: false models what CUDA promises for two communicators, nothing: every
   NCCL operation of a rank runs in issue order, whatever its communicator (NVIDIA/nccl#783,
   #195, #1766); true lets each communicator progress on its own.
 - `grouped`: the sends and receives of one `group()` run as one operation; a send/receive pair
   grouped on one side only is undefined and ends the run (NVIDIA/nccl#479, #1279).
+  Inside a group the calls to one peer in one direction still run in order (NCCL's p2p
+  docs): the k-th send meets the k-th receive, and a send buffers only behind its
+  direction's earlier sends (`_try`), so no knob could change it.
 - no tags: a communicator matches sends and receives by issue order only (pytorch#94819), so
   a receive that meets another kind's payload ends the run instead of reading it.
-- `communicators`: the layout (ppx.engine.transport.pairs): `forward` -- one per neighbour
-  pair, r -> r + 1 only, the wraparound's payload on gloo (what ppx's transport opens);
-  `pair` -- neighbours and last -> first, both ways; `kind` -- one per (kind, pair) (ppx's
-  transport before issue #24).
+- `communicators` / `p2p_api`: the layout and the torch API (sim_nccl_rules).
 Host side: an isend returns once issued (an NCCL `work.wait()` only orders streams); a recv
-returns once its data arrived (ppx's NCCL transport waits for it on the host).
+returns once its data arrived (ppx's NCCL transport waits for it on the host); `host_sync`
+(sim_nccl_rank) is a compute step that waits for the device.
 """
 
 from __future__ import annotations
@@ -35,35 +36,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ppx.engine.transport.pairs import (
-    forward_pairs,
-    no_pair_error,
-    on_nccl,
-    pair_of,
-    payload_pairs,
-)
-
-
-@dataclass(frozen=True)
-class NcclRules:
-    send_buffer_bytes: int = 1 << 20
-    connect: str = "eager"
-    stream_order: bool = True
-    independent_progress: bool = False
-    grouped: bool = True
-    communicators: str = "forward"
-
-    @classmethod
-    def of(cls, sim) -> NcclRules:
-        """From the `sim` config section (SimCfg or its DictConfig)."""
-        return cls(
-            int(sim.send_buffer_bytes),
-            str(sim.connect),
-            bool(sim.stream_order),
-            bool(sim.independent_progress),
-            bool(sim.grouped),
-            str(sim.communicators),
-        )
+from ppx.engine.transport.pairs import on_nccl
+from ppx.engine.transport.sim_nccl_rules import NcclRules
 
 
 @dataclass(eq=False)
@@ -98,8 +72,6 @@ class NcclPlane:
 
     def __init__(self, world: int, rules: NcclRules) -> None:
         self.world, self.rules = world, rules
-        layout = forward_pairs if rules.communicators == "forward" else payload_pairs
-        self.pairs = set(layout(world))
         self.seq = 0
         self.pending: list[NcclOp] = []  # not yet done, in issue order
         self.fifo: dict[tuple, dict[bool, list[NcclOp]]] = defaultdict(lambda: {1: [], 0: []})
@@ -114,19 +86,19 @@ class NcclPlane:
         return on_nccl(self.rules.communicators, src, dst)
 
     def comm_of(self, rank: int, peer: int, tag: int) -> tuple:
-        pair = pair_of(rank, peer)
-        if self.rules.communicators == "kind":
-            return (pair, tag)
-        if pair not in self.pairs:
-            raise RuntimeError(no_pair_error(rank, peer, self.world))
-        return (pair,)
+        return self.rules.comm_of(self.world, rank, peer, tag)
 
     def join(self, rank: int, comm: tuple) -> bool:
-        """`rank` reached the creation of `comm`; True once both its ranks have."""
+        """`rank` reached the creation of `comm`; True once every member has."""
         self.touched[comm].add(rank)
-        if len(self.touched[comm]) == 2:
+        if self.touched[comm] >= self.rules.members(self.world, comm):
             self.connected.add(comm)
         return comm in self.connected
+
+    def missing(self, comm: tuple) -> int:
+        """The lowest member of `comm` that has not reached its creation yet (-1: none)."""
+        left = self.rules.members(self.world, comm) - self.touched[comm]
+        return min(left) if left else -1
 
     def touch(self, rank: int, comm: tuple) -> bool:
         """A rank's operation on `comm`; True once the communicator is usable."""
@@ -162,14 +134,17 @@ class NcclPlane:
 
     def holder(self, op: NcclOp) -> NcclOp | None:
         """The earlier operation `op` waits behind in its queue, if any."""
-        if not self.rules.stream_order:
-            return None
+        r = self.rules
         for o in self.pending:
             if o is op:
                 return None
-            if o.done or o.rank != op.rank or (op.group is not None and o.group == op.group):
+            if o.done or o.rank != op.rank:
                 continue
-            if self.rules.independent_progress and o.comm != op.comm:
+            if op.group is not None and o.group == op.group:
+                # a group's calls progress independently; those to one peer in one direction
+                # still run in order, by the FIFO match and the buffer rule (_try)
+                continue
+            if not r.stream_order or r.independent_progress and o.comm != op.comm:
                 continue
             return o
         return None

@@ -1,7 +1,13 @@
 """One rank's side of the simulated NCCL plane (sim_nccl.py): the host calls a SimTransport
 makes for payload tags under sim.semantics=nccl. An isend returns once issued (an NCCL
 `work.wait()` only orders streams); a recv returns once its data arrived, as ppx's NCCL
-transport waits for it on the host; a lazy pair's first call waits for the peer's."""
+transport waits for it on the host; under connect=lazy a communicator's creation waits for
+its other members (in the first call, or in the start-up walk); `host_sync=device` makes a
+compute step wait for every NCCL operation of the rank (torch.cuda.synchronize).
+
+A wait on another rank that no channel operation announced (a creation inside an isend or at
+start-up, a host sync inside compute) writes its own blocked-on record naming that rank, so
+the wait-for graph and cycle.txt name it; the record it interrupted is put back after."""
 
 from __future__ import annotations
 
@@ -9,7 +15,10 @@ import contextlib
 
 import torch
 
+from ppx.engine.board import F, Op, RankBoard
 from ppx.engine.transport.sim_nccl import NcclOp, NcclPlane
+
+_BLK = slice(int(F.BLK_OP), int(F.BLK_WIDTH) + 1)  # the blocked-on record's fields
 
 
 class _Sent:
@@ -34,19 +43,52 @@ class _Received:
 class NcclEndpoint:
     """One rank's side of the plane: the host calls a SimTransport makes for tags >= 1."""
 
-    def __init__(self, plane: NcclPlane, sched, rank: int) -> None:
+    def __init__(self, plane: NcclPlane, sched, rank: int, board=None) -> None:
+        """`board`: the run's status board, where the waits below write their record (None
+        in transport-level tests: the scheduler's label is then the only record)."""
         self.plane, self.sched, self.rank = plane, sched, rank
+        self.board = RankBoard(board, rank) if board is not None else None
         self.group_id: int | None = None
+
+    # -- waits on other ranks that no channel operation announced ---------------------------
+    def _wait(self, pred, label: str, op: Op, peer: int, kind: int) -> None:
+        if pred():
+            return
+        rb = self.board
+        if rb is None:
+            self.sched.wait_until(pred, label)
+            return
+        # the channel's own record (a recv of the payload, compute) is put back after; a
+        # wait that never ends leaves this one behind, as a channel's does
+        saved = rb.f[_BLK].copy()
+        rb.block(op, peer, kind, -1, int(rb.f[F.PASS]), -1)
+        self.sched.wait_until(pred, label)
+        rb.f[_BLK] = saved
+
+    def _connect(self, comm: tuple, why: str, kind: int) -> None:
+        p = self.plane
+        p.join(self.rank, comm)
+        while comm not in p.connected:  # one member at a time: the record names who is missing
+            peer = p.missing(comm)
+            self._wait(
+                lambda peer=peer: peer in p.touched[comm],
+                f"nccl connect rank{self.rank}<->rank{peer} ({why}: waits for rank{peer}'s)",
+                Op.CONNECT,
+                peer,
+                kind,
+            )
+
+    def start(self) -> None:
+        """connect=lazy with a start-up order: create this rank's communicators one by one,
+        each blocking until its other members reach it (ppx's transport walks its pairs so)."""
+        for comm in self.plane.rules.setup_walk(self.plane.world, self.rank):
+            self._connect(comm, f"start-up, {self.plane.rules.connect_order} order", 0)
 
     def _op(self, peer: int, send: bool, tag: int, tensor: torch.Tensor) -> NcclOp:
         p = self.plane
         comm = p.comm_of(self.rank, peer, tag)
-        if not p.touch(self.rank, comm):  # lazy: the pair's communicator is created here
-            self.sched.wait_until(
-                lambda: comm in p.connected,
-                f"nccl connect rank{self.rank}<->rank{peer} (lazy: the pair's first call "
-                f"waits for rank{peer}'s)",
-            )
+        if not p.touch(self.rank, comm):  # lazy: the communicator is created in this call
+            self._connect(comm, "lazy: its first call", tag - 1)
         op = p.issue(self.rank, peer, send, tag, tensor, comm, self.group_id)
         if op.error:
             raise RuntimeError(op.error)
@@ -55,12 +97,25 @@ class NcclEndpoint:
     def connect(self, peer: int, tag: int = 1) -> None:
         """A blocking creation of the communicator with `peer` (ProcessGroupNCCL's eager
         `new_group(device_id=...)`): returns once `peer` made its own call on the pair."""
-        p = self.plane
-        comm = p.comm_of(self.rank, peer, tag)
-        p.join(self.rank, comm)
-        self.sched.wait_until(
-            lambda: comm in p.connected, f"nccl connect rank{self.rank}<->rank{peer}"
-        )
+        self._connect(self.plane.comm_of(self.rank, peer, tag), "blocking creation", 0)
+
+    def host_sync(self) -> None:
+        """A compute step that syncs the host with the device (`torch.cuda.synchronize()`,
+        or `.cpu()` on a stream a send's work.wait() was tied to): under host_sync=device it
+        returns once every NCCL operation this rank issued is done -- a send still spinning
+        for its receive holds the host, whatever the host was about to send."""
+        if self.plane.rules.host_sync != "device":
+            return
+        mine = [o for o in self.plane.pending if o.rank == self.rank and not o.done]
+        for o in mine:
+            self._wait(
+                lambda o=o: o.done,
+                f"host sync (compute) behind nccl {'send to' if o.send else 'recv from'} "
+                f"rank{o.peer} tag {o.tag}",
+                Op.COMPUTE,
+                o.peer,
+                o.tag - 1,
+            )
 
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> _Sent:
         op = self._op(dst, True, tag, tensor)

@@ -1,0 +1,40 @@
+"""A workload's checks before any spawn: its knobs, its tokenizer, its prompt file or trace
+(one error line naming the problem; `workload.num_requests` is capped at what the file has)."""
+
+from __future__ import annotations
+
+import math
+
+from ppx.frontend.text import TextError, check_text
+
+
+def check_knobs(w) -> None:
+    rate = float(w.rate)
+    if rate < 0 or math.isnan(rate):
+        raise TextError(f"workload.rate={w.rate}: requests/s, 0 or inf for the closed loop")
+    if not float(w.burstiness) > 0:
+        raise TextError(f"workload.burstiness={w.burstiness} must be positive (1 = Poisson)")
+    if not 0 <= float(w.range_ratio) < 1:
+        raise TextError(f"workload.range_ratio={w.range_ratio} must be in [0, 1)")
+    for key in ("input_len", "output_len", "max_concurrency", "prompts_per_group"):
+        if int(w[key]) < 0:
+            raise TextError(f"workload.{key}={w[key]} must be >= 0 (0 = unset)")
+    for key in ("time_scale", "token_scale"):
+        if not float(w[key]) > 0:
+            raise TextError(f"workload.{key}={w[key]} must be positive")
+    if float(w.window_start_s) < 0 or float(w.window_s) < 0:
+        raise TextError("workload.window_start_s and workload.window_s must be >= 0")
+
+
+def check_workload(cfg) -> None:
+    from ppx.frontend.trace_formats import TraceError
+    from ppx.frontend.traces import TRACE_WORKLOADS, load
+
+    w = cfg.workload
+    check_knobs(w)
+    check_text(cfg)
+    if w.name in TRACE_WORKLOADS:
+        try:
+            w.num_requests = load(cfg).count
+        except TraceError as e:
+            raise TextError(str(e)) from None

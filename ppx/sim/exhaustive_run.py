@@ -1,0 +1,107 @@
+"""An exhaustive exploration end to end: the walk run to exhaustion, its verdict, the
+shortest trace of each failure (replayed to check it), and the counts behind them.
+
+Verdict: `refuted` when some schedule fails (each failure key saved with its shortest
+trace, replayable as every failure is), `verified` when the walk was exhausted and every
+schedule served, `unknown` when `explore.schedules` runs ended the walk first (the bound it
+reached is in the counts: runs, states, depth).
+"""
+
+from __future__ import annotations
+
+import time
+
+from ppx.sim.exhaustive import ExhaustiveWalker, choice_points
+from ppx.sim.fingerprint import Fingerprint
+from ppx.sim.merge import Exploration
+from ppx.sim.runner import Runner
+from ppx.sim.shard import Failure
+from ppx.sim.strategy import ReplayStrategy
+
+# summary.json keys of an exhaustive exploration (besides every exploration's)
+KEYS = ("verdict", "states", "transitions", "states_per_s", "wall_s", "trace_len")
+
+
+def search(cfg, echo=print, log=None) -> Exploration:
+    x = cfg.explore
+    t0 = time.perf_counter()
+    runner = Runner(cfg, log)
+    cache = bool(x.get("cache", True))
+    # the exploration's immutable inputs stand in the fingerprint by identity; without the
+    # cache no state is fingerprinted (no visited set, no graph: the plain tree of runs)
+    fp = Fingerprint((runner.cfg, runner.typed, runner.models, runner.oracle)) if cache else None
+    walker = ExhaustiveWalker(str(x.reduce), cache, fp)
+    rows: list[dict] = []
+    found: dict[str, tuple[int, list]] = {}  # failure key -> (first row, its choices)
+    runs: dict[int, list] = {}  # failing row -> its choices
+    cap, batch = int(x.schedules), int(x.batch)
+    while not walker.exhausted and len(rows) < cap:
+        res = runner.run(walker.strategy())
+        if res is None:
+            walker.record_end(None)
+            continue
+        rows.append({"schedule": len(rows), "strategy": "exhaustive", **res.row})
+        walker.record_end(len(rows) - 1)
+        if res.verdict != "served" and fp is None:
+            runs[len(rows) - 1] = res.choices
+        if res.verdict != "served" and res.key not in found:
+            found[res.key] = (len(rows) - 1, res.choices)
+            echo(f"ppx.explore: schedule {len(rows) - 1} fails: {res.key}")
+        if len(rows) % (batch * 40) == 0:
+            st = walker.stats
+            echo(f"ppx.explore: exhaustive: {len(rows)} schedules, {st.states} states, "
+                 f"{st.transitions} transitions, {time.perf_counter() - t0:.1f} s")  # fmt: skip
+    ex = Exploration(rows=rows, wall_s=time.perf_counter() - t0)
+    traces = {}
+    for key, (index, original) in found.items():
+        steps = walker.shortest(rows, lambda r, key=key: r["reason_key"] == key)
+        if steps is not None:  # breadth-first over the state graph
+            choices, trace_len = choice_points(steps), len(steps)
+        else:  # no graph (no cache): the shortest run of the plain tree
+            index = min((r["steps"], r["schedule"]) for r in rows if r["reason_key"] == key)[1]
+            choices, trace_len = runs[index], rows[index]["steps"]
+        again = runner.run(ReplayStrategy(choices))
+        row = rows[index]
+        ex.failures[key] = Failure(
+            key, index, "exhaustive", -1, row["verdict"], row["reason"], original, choices, {}
+        )
+        traces[key] = {
+            "trace_len": trace_len,
+            "choice_points": len(choices),
+            "replayed": again is not None and again.key == key,
+        }
+    ex.dfs = counts(walker, rows, traces, ex.wall_s)
+    return ex
+
+
+def counts(walker: ExhaustiveWalker, rows: list[dict], traces: dict, wall_s: float) -> dict:
+    """What the walk did (the exploration's dfs.json, and the summary's keys)."""
+    st = walker.stats
+    failed = any(r["verdict"] != "served" for r in rows) or bool(st.cycles)
+    verdict = "refuted" if failed else "verified" if walker.exhausted else "unknown"
+    lens = [t["trace_len"] for t in traces.values() if t["trace_len"] is not None]
+    return {
+        "runs": walker.runs,
+        "blocked": walker.blocked,
+        "skipped": walker.skipped,
+        "exhausted": walker.exhausted,
+        "verdict": verdict,
+        "states": st.states if walker.fp is not None else None,
+        "transitions": st.transitions if walker.fp is not None else None,
+        "cached": st.cached,
+        "cycles": len(st.cycles),
+        "depth": st.depth,
+        "ends": len({r["end"] for r in rows}),
+        "wall_s": round(wall_s, 3),
+        "states_per_s": round(st.states / wall_s, 1) if wall_s and walker.fp else None,
+        "trace_len": min(lens) if lens else None,
+        "traces": traces,
+    }
+
+
+def summary_keys(ex: Exploration) -> dict:
+    """The summary.json keys the issue names, from the walk's counts."""
+    d = ex.dfs or {}
+    return {k: d.get(k) for k in KEYS} | {
+        "exhaustive": {k: v for k, v in d.items() if k not in KEYS}
+    }
