@@ -17,7 +17,7 @@ from ppx.engine.board import Board, F, State
 from ppx.engine.process import rank_main
 from ppx.engine.rank import RankArgs
 from ppx.frontend.driver import Driver
-from ppx.frontend.workloads import make_workload
+from ppx.frontend.make import make_workload
 from ppx.launch.children import stop_children
 from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress

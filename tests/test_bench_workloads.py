@@ -14,9 +14,9 @@ from ppx_helpers import assert_refused, compose, on_gloo, run_inproc
 
 from ppx.frontend.arrivals import arrival_times
 from ppx.frontend.driver import Driver
+from ppx.frontend.make import make_workload
 from ppx.frontend.sharegpt import read_sharegpt
 from ppx.frontend.text import load_tokenizer
-from ppx.frontend.workloads import make_workload
 
 SIM = ["engine.transport=sim", "pp=3"]
 

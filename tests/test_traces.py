@@ -8,9 +8,9 @@ import json
 
 from ppx_helpers import assert_refused, compose, on_gloo, run_inproc
 
+from ppx.frontend.make import make_workload
 from ppx.frontend.trace_formats import read_azure, read_burstgpt, read_mooncake
 from ppx.frontend.traces import window
-from ppx.frontend.workloads import make_workload
 
 AZURE = """TIMESTAMP,ContextTokens,GeneratedTokens
 2023-11-16 18:15:46.6805900,374,44

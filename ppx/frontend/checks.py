@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ppx.frontend.text import TextError, check_text
+from ppx.frontend.prompts import check_text
+from ppx.frontend.text import TextError
 
 
 def check_knobs(w) -> None:

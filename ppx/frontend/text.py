@@ -143,34 +143,3 @@ def read_jsonl(path: str, tok: Codec | None, max_new: int, max_context: int) -> 
     if all(x.error for x in out):
         raise TextError(f"{out[0].error} (and no line of the file can be served)")
     return out
-
-
-PROMPT_FILES = {
-    "jsonl": "one JSON object per line",
-    "sharegpt": "a ShareGPT JSON array of conversations",
-}
-
-
-def prompt_lines(cfg, tok: Codec | None) -> list[Line] | None:
-    """The prompts of a prompt-file workload (jsonl, sharegpt); None for any other."""
-    w = cfg.workload
-    if w.name not in PROMPT_FILES:
-        return None
-    if not w.path:
-        raise TextError(f"workload={w.name} needs workload.path=FILE ({PROMPT_FILES[w.name]})")
-    if w.name == "sharegpt":
-        from ppx.frontend.sharegpt import read_sharegpt
-
-        n = int(w.output_len)
-        return read_sharegpt(str(w.path), tok, n, int(cfg.model.max_context))[0]
-    return read_jsonl(str(w.path), tok, int(w.max_new), int(cfg.model.max_context))
-
-
-def check_text(cfg) -> None:
-    """Validation before any spawn: the tokenizer matches the model, and a prompt-file
-    workload has at least one servable prompt (`workload.num_requests` is capped at them)."""
-    file = tokenizer_file(cfg.model)
-    tok = load_tokenizer(file, int(cfg.model.vocab)) if file else None
-    lines = prompt_lines(cfg, tok)
-    if lines is not None:
-        cfg.workload.num_requests = min(int(cfg.workload.num_requests), len(lines))

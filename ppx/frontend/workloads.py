@@ -107,21 +107,3 @@ class LinesWorkload(Workload):
     def request(self, i: int) -> Request:
         ln = self.lines[i]
         return Request(i, list(ln.prompt), int(ln.max_new), ln.error)
-
-
-def make_workload(cfg) -> Workload:
-    """The workload a (validated) config names, with the model's tokenizer when it has one."""
-    from ppx.frontend.text import load_tokenizer, prompt_lines, tokenizer_file
-    from ppx.frontend.traces import TRACE_WORKLOADS, make_trace_workload
-
-    file = tokenizer_file(cfg.model)
-    tok = load_tokenizer(file, int(cfg.model.vocab)) if file else None
-    w = cfg.workload
-    if w.name in TRACE_WORKLOADS:
-        return make_trace_workload(cfg)
-    lines = prompt_lines(cfg, tok)
-    if lines is not None:
-        return LinesWorkload(w, lines, tok, int(cfg.seed))
-    wl = Workload(w, int(cfg.model.vocab), int(cfg.seed))
-    wl.tokenizer = tok
-    return wl

@@ -23,7 +23,7 @@ from ppx.engine.process import write_report
 from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
-from ppx.frontend.workloads import make_workload
+from ppx.frontend.make import make_workload
 from ppx.sim.scheduler import CLOCK, DONE, Scheduler
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
 from ppx.supervisor import METRICS_EVERY_S, Supervisor, first_failure
