@@ -82,6 +82,7 @@ VARIANTS: tuple[type[Variant], ...] = (
     unit.Reports,
     width_check.Fingerprint,
     width_check.Rows,
+    width_check.Retracted,
     readiness.NoContract,
     readiness.Evidence,
     void_relay.Ring,
