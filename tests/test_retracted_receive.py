@@ -12,6 +12,7 @@ the green over real gloo processes under a deadline.
 
 from __future__ import annotations
 
+import pytest
 import torch
 from ppx_helpers import GLOO_WATCH, SKEW_400, assert_refused, design, on_gloo
 
@@ -103,22 +104,25 @@ def test_an_unretracted_pass_is_delivered_unchanged():
 
 
 # -- end to end on the simulator ----------------------------------------------------------------
-def test_sim_red_the_row_count_names_widths_only(engine):
-    s, _ = engine(*SIM, ROWS)
-    assert s["verdict"] == "stopped", s["reason"]
-    assert s["reason"] == (
+# the same pass on both arms: rank 1 excluded rid 4 (told 96, local 0) and ran rid 5 alone
+STOPS = {
+    "red: the row count names widths only": (
+        ROWS,
         "proxy width check: rank1 slot=1 pass=23 rows=17 vs tokens=8; upstream batch [4, 5] "
-        "vs local [5]"
-    )
-
-
-def test_sim_green_the_retracting_rank_refuses_by_rid_told_local(engine):
-    s, _ = engine(*SIM, GUARD)
-    assert s["verdict"] == "stopped", s["reason"]
-    assert s["reason"] == (
+        "vs local [5]",
+    ),
+    "green: the retracting rank refuses by rid, told, local": (
+        GUARD,
         "#791c retracted pass: rank1 slot=1 pass=23 excluded rid=4 told=96 local=0 from the "
-        "pass its upstream ran whole"
-    )
+        "pass its upstream ran whole",
+    ),
+}
+
+
+@pytest.mark.parametrize("width,reason", STOPS.values(), ids=STOPS.keys())
+def test_sim_the_partial_retraction_stops_at_pass_23(engine, width, reason):
+    s, _ = engine(*SIM, width)
+    assert (s["verdict"], s["reason"]) == ("stopped", reason)
     assert (s["exclusions"], s["voids"]) == (1, 0)
 
 
