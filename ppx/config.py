@@ -113,6 +113,8 @@ class EngineCfg:
     readiness: bool = default("engine.readiness")
     readiness_budget_s: float = 2.0
     livelock_passes: int = 64
+    # passes rank 0 runs with requests outstanding and no token committed -> stalled (0 = off)
+    stall_passes: int = 2000
     # flip churn (flip.due): cutovers / re-admitted residents with no token committed (0 = off)
     livelock_flips: int = 32
     livelock_readmits: int = 256
@@ -202,6 +204,9 @@ class WatchCfg:
     progress_s: float = 2.0
     blocked_on: bool = True  # the blocked-on records + op ring (off only to measure their cost)
     shutdown_grace_s: float = 15.0  # after the shutdown, ranks that neither leave nor progress
+    # requests outstanding and no token committed for this long -> stalled (virtual seconds on
+    # the simulator; rank 0's engine.stall_passes usually names it first)
+    progress_stall_s: float = 30.0
 
 
 @dataclass
@@ -250,6 +255,9 @@ class OracleCfg:
     # near-tie margin; null: 1e-3 for a float32 model, 0.1 for bf16 / fp16 (the reference is
     # fp32, and a bf16 stage parts from it by a few hundredths of a logit)
     tol: float | None = None
+    # a carried continuation's KV rows against a fresh prefill at the cutover
+    # (flip.continuation=survive): a wrong row stops the run by name (engine/carry_check.py)
+    carry_check: bool = True
 
 
 @dataclass

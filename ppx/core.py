@@ -46,6 +46,8 @@ def stop_verdict(reason: str) -> str:
     disagree on a message's seq (`mismatch`, like the watchdog's), else `stopped`."""
     if reason.startswith("livelock"):
         return "livelocked"
+    if reason.startswith(("lost: ", "stalled: ")):  # engine/conservation.py
+        return reason.split(":", 1)[0]
     return "mismatch" if reason.startswith(CHANNEL_MISMATCH) else "stopped"
 
 

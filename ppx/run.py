@@ -41,7 +41,11 @@ def check_tokens(cfg, driver) -> list:
 
 
 def execute(
-    cfg: DictConfig, run_dir: str, exp: str | None, overrides: list[str] | None = None
+    cfg: DictConfig,
+    run_dir: str,
+    exp: str | None,
+    overrides: list[str] | None = None,
+    config_name: str = "config",
 ) -> dict:
     from ppx.telemetry import store, summary, wandb_sink
 
@@ -57,13 +61,15 @@ def execute(
 
         sup = Supervisor(cfg, run_dir)
     outcome = sup.run()
-    if simulated:  # every simulated run can be replayed exactly
-        from ppx.sim.schedule import save_run
-
-        outcome["schedule"] = save_run(run_dir, cfg, overrides or [], sup, outcome["verdict"])
     mismatches = check_tokens(cfg, sup.driver)
     if outcome["verdict"] == "served" and mismatches:
         outcome["verdict"], outcome["reason"] = "mismatch", f"oracle: {mismatches[0]}"
+    if simulated:  # every simulated run can be replayed exactly, from its file alone
+        from ppx.sim.schedule import save_run
+
+        outcome["schedule"] = save_run(
+            run_dir, cfg, overrides or [], sup, outcome["verdict"], outcome["reason"], config_name
+        )
     extra = {k: outcome[k] for k in ("sim", "schedule") if k in outcome}
     extra["oracle_checked"] = getattr(sup.driver, "oracle_checked", 0)
     s = summary.build(
@@ -141,7 +147,7 @@ def main(cfg: DictConfig) -> None:
             from ppx.launch.node import serve_node
 
             sys.exit(serve_node(cfg, run_dir, env))
-    s = execute(cfg, run_dir, exp, list(hc.overrides.task))
+    s = execute(cfg, run_dir, exp, list(hc.overrides.task), hc.job.config_name)
     line = (
         f"ppx: verdict={s['verdict']} served={s['served']}/{s['submitted']} refused={s['refused']} "
         f"lost={s['lost']} out_tok_s={s['out_tok_s']} oracle_mismatches={s['oracle_mismatches']} "
@@ -152,7 +158,7 @@ def main(cfg: DictConfig) -> None:
     if s["reason"]:
         line += f"\nppx: reason: {s['reason']}"
     if s.get("schedule"):
-        line += f"\nppx: schedule {s['schedule']} (replay: add explore.replay={s['schedule']})"
+        line += f"\nppx: schedule {s['schedule']} (replay: python -m ppx.replay {s['schedule']})"
     print(line + f"\nppx: run dir {run_dir}", flush=True)
     if hc.mode != RunMode.MULTIRUN and s["verdict"] != "served":
         sys.exit(1)

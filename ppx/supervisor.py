@@ -223,9 +223,9 @@ class Supervisor:
                     verdict, reason = rv
                     break
                 outstanding = not self.driver.done or self.driver.shutdown_sent
+                d = self.driver
                 v = wd.check(
-                    (self.driver.tokens, self.driver.count("served"), self.driver.count("refused")),
-                    outstanding,
+                    (d.tokens, d.count("served"), d.count("refused"), d.active), outstanding
                 )
                 if v == "dead_peer":
                     verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
@@ -236,6 +236,14 @@ class Supervisor:
                     verdict, reason = (
                         v,
                         f"every rank blocked for at least {held:.1f}s with no progress",
+                    )
+                elif d.active > 0 and wd.tokenless_for > float(w.progress_stall_s):
+                    verdict, reason = (
+                        "stalled",
+                        (
+                            f"stalled: requests outstanding and no token committed for "
+                            f"{wd.tokenless_for:.1f}s (watch.progress_stall_s), ranks not all blocked"
+                        ),
                     )
                 elif now - booted > float(w.max_run_s):
                     verdict = "straggler" if wd.status == "straggler" else "timeout"
@@ -256,7 +264,19 @@ class Supervisor:
             if verdict != "served":
                 if self.mirror is not None:  # remote stacks land beside the local ones
                     self.mirror.request_stacks()
-                pm = postmortem.write(self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0)
+                runnable = None
+                if verdict not in ("wedged", "mismatch", "dead_peer"):
+                    # ranks still passing (a stall, a loss, a budget): a record younger
+                    # than the stall window is a wait in passing, not a blocked rank
+                    runnable = {
+                        r
+                        for r, rec in enumerate(self.board.blocked_on(r) for r in range(self.world))
+                        if rec is None or rec["since_s"] < float(w.stall_s)
+                    }
+                pm = postmortem.write(
+                    self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0,
+                    runnable=runnable,
+                )  # fmt: skip
         finally:
             self._teardown()
             for s, h in old.items():

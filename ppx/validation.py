@@ -192,10 +192,13 @@ def validate_explore(merged: DictConfig) -> None:
         except ScheduleError as e:
             raise ConfigError(str(e)) from None
         if sch.config_hash != config_hash(merged):
+            from ppx.sim.report import replay_command
+
             raise ConfigError(
                 f"explore.replay={x.replay}: the schedule was recorded for another config "
-                f"(hash {sch.config_hash[:12]} != {config_hash(merged)[:12]}); replay it with "
-                f"the overrides in its header: {sch.overrides}"
+                f"(hash {sch.config_hash[:12]} != {config_hash(merged)[:12]}); replay it from "
+                f"the file alone: python -m ppx.replay {x.replay}  (or: "
+                f"{replay_command(sch.overrides, x.replay, sch.config_name)})"
             )
 
 

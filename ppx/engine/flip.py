@@ -21,6 +21,7 @@ import torch
 
 from ppx.engine.board import F, Op
 from ppx.engine.carry import carry
+from ppx.engine.carry_check import CarryCheck
 from ppx.engine.churn import Churn
 from ppx.protocol.continuations import Cutover
 from ppx.protocol.flip import EpochAdvance, Inflight, SeamTail
@@ -66,6 +67,7 @@ class FlipControl:
         self.tp_tail: list[int] = []  # rids the TP phase's last batch sampled a token for
         self.seam_tails_lost = 0
         self.continuation = proto.of(Cutover)  # flip.continuation: re-queue or carry
+        self.carry_check: CarryCheck | None = None  # oracle.carry_check, built at the first carry
         self.when = proto.of(FlipDue)  # flip.due: may a due flip start at this pass?
         self.waited = 0  # passes the flip now due has waited on a prefill (rank 0)
         self.deferred = 0
@@ -192,8 +194,15 @@ class FlipControl:
         re-laid out for the new plan. The cells take them in order, the pointer's first; a
         one-slot plan (TP) has one cell, and the others stay resident with no cell (the
         state sgl-project#959's assert found)."""
-        s = self.ctx.sched
-        carry(self.ctx, old_cache, carried, target, pass_id)
+        s, ctx = self.ctx.sched, self.ctx
+        carry(ctx, old_cache, carried, target, pass_id)
+        if ctx.cfg.oracle.carry_check:
+            if self.carry_check is None:
+                self.carry_check = CarryCheck(ctx.cfg, ctx.rank, ctx.world)
+            for req in carried:
+                wrong = self.carry_check.first_difference(s.cache, req, target)
+                if wrong is not None:
+                    ctx.stop(wrong)
         first = pointer if pointer in carried else carried[0]
         order = [first] + [r for r in carried if r is not first]
         s.seat_carried(order)

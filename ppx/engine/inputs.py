@@ -6,17 +6,23 @@ columns instead of a tensor per field.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
-from ppx.core import ForwardInputs, SlotBatch
-
-if TYPE_CHECKING:
-    from ppx.engine.scheduler import Scheduler
+from ppx.core import ForwardInputs, Req, SlotBatch
 
 
-def forward_inputs(sched: Scheduler, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+class Scheduled(Protocol):
+    """What the inputs read of a rank's scheduler (engine/scheduler.py builds them; no
+    import back)."""
+
+    reqs: dict[int, Req]
+    locs: dict[int, list[int]]
+    device: str
+
+
+def forward_inputs(sched: Scheduled, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
     """What a stage's forward needs for `batch`, resolved against this rank's cache."""
     if batch.mode == "decode" and all(e.extend_len == 1 and e.final for e in batch.entries):
         return _decode_inputs(sched, batch, first_stage)
@@ -47,7 +53,7 @@ def forward_inputs(sched: Scheduler, batch: SlotBatch, first_stage: bool) -> For
     )
 
 
-def _decode_inputs(sched: Scheduler, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
+def _decode_inputs(sched: Scheduled, batch: SlotBatch, first_stage: bool) -> ForwardInputs:
     """The same inputs for a decode batch (one token per request, every one sampled) from
     one tensor of columns, instead of a tensor per field and lists grown per token."""
     pos, rows, ids = [], [], []

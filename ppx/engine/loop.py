@@ -11,6 +11,7 @@ strategy, the width check and the result applier; they read no switch themselves
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -59,10 +60,22 @@ class PassSteps:
         self.retract = retract or NoRetract()  # faults.retract_rid, else inert
         self.sampled: dict[int, torch.Tensor] = {}  # last rank: pass_id -> its sampled tokens
         self.to_relay: Message | None = None  # the output that arrived last pass, relayed next
+        # an ordering names its steps (ppx/protocol/ordering.STEPS); each maps to one bound
+        # method here, so every caller of a step is found by a search for its name
+        self.table: dict[str, Callable[[PassState, Step], None]] = {
+            "chain": self.step_chain,
+            "schedule": self.step_schedule,
+            "decision": self.step_decision,
+            "launch": self.step_launch,
+            "output": self.step_output,
+            "lap": self.step_lap,
+            "flush": self.step_flush,
+        }
 
     def run(self, p: PassState, steps: list[Step]) -> None:
+        table = self.table
         for step in steps:
-            getattr(self, f"step_{step.name}")(p, step)
+            table[step.name](p, step)
 
     # -- chain ----------------------------------------------------------------------------
     def step_chain(self, p: PassState, step: Step) -> None:

@@ -15,6 +15,7 @@ import torch
 from ppx.engine.board import F
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
+from ppx.engine.conservation import Conservation
 from ppx.engine.context import Plan
 from ppx.engine.kernels.registry import get_kernels
 from ppx.engine.model.factory import build_stage, eos_ids, model_key
@@ -39,8 +40,10 @@ class Planner:
         shared: dict | None = None,
         on_requeue: Callable[[int], None] | None = None,
         per_slot: bool = False,
+        ledger: Conservation | None = None,
     ) -> None:
         cfg = ctx.cfg
+        self.ledger = ledger  # every plan's scheduler reports to the rank's one ledger
         self.ctx, self.device, self.trace = ctx, device, trace
         self.on_requeue = on_requeue  # the retract chokepoint's listener, kept across flips
         self.per_slot = per_slot  # engine.admission.continuations=per_slot: a cell per slot
@@ -111,6 +114,7 @@ class Planner:
             trace=self.trace,
             on_requeue=self.on_requeue,
             per_slot=self.per_slot,
+            ledger=self.ledger,
         )
         if ctx.plan is not None:
             sched.inherit(ctx.plan.sched)

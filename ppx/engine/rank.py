@@ -18,6 +18,7 @@ from typing import Protocol as TypingProtocol
 from ppx.core import StopRun
 from ppx.engine.admission import make_policy
 from ppx.engine.board import Board, F, RankBoard, State
+from ppx.engine.conservation import Conservation
 from ppx.engine.context import RankContext
 from ppx.engine.faults.channels import FaultyChannels, channels_for
 from ppx.engine.faults.retract import retract_fault
@@ -102,7 +103,11 @@ class RankLoop:
         tracer = self._tracer() if self.debug else None
         retracted = proto.of(ToldScope).retracted  # the retract chokepoint's listener
         per_slot = proto.of(Continuations).per_slot
-        self.planner = Planner(ctx, self.device, tracer, a.shared_models, retracted, per_slot)
+        # conservation and progress (engine/conservation.py), kept across every plan
+        self.ledger = Conservation(ctx.rank, int(cfg.engine.stall_passes))
+        self.planner = Planner(
+            ctx, self.device, tracer, a.shared_models, retracted, per_slot, self.ledger
+        )
         self.planner.switch(proto.of(StartPhase).name if cfg.flip.enabled else "pp")
         self.policy = make_policy(ctx, proto)
         self.flip = FlipControl(
@@ -163,6 +168,9 @@ class RankLoop:
             raise AssertionError(
                 f"pass {pass_id} ({self.phase}): requests in limbo {self.sched.limbo()}"
             )
+        broken = self.ledger.check(self.sched, pass_id)
+        if broken is not None:
+            self.ctx.stop(broken)
         inflight = self.sched.num_inflight
         self.board.set(F.INFLIGHT, inflight)
         if inflight > self.board.f[F.MAX_INFLIGHT]:

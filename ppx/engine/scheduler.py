@@ -12,6 +12,7 @@ from collections import deque
 from ppx.core import Entry, ForwardInputs, Req, SlotBatch
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.cells import Cells
+from ppx.engine.conservation import Conservation
 from ppx.engine.inputs import forward_inputs
 
 
@@ -29,6 +30,7 @@ class Scheduler(Cells):
         trace=None,
         on_requeue=None,
         per_slot: bool = False,
+        ledger: Conservation | None = None,
     ) -> None:
         self.cache, self.num_slots = cache, num_slots
         self.chunk_size, self.max_batch, self.device = chunk_size, max_batch, device
@@ -49,6 +51,9 @@ class Scheduler(Cells):
         self.on_requeue = on_requeue
         self.eos = eos  # a checkpoint's EOS ids: sampling one finishes
         self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
+        # what came in and what left, kept apart from the places it is held in between
+        # (engine/conservation.py): a request dropped from every place is still in here
+        self.ledger = ledger
 
     def inherit(self, old: Scheduler) -> None:
         """A flip's new plan takes over every request (residents were re-queued by the
@@ -67,6 +72,8 @@ class Scheduler(Cells):
                 continue  # a chain hop the row probe read ahead of its pass added it already
             self.reqs[r.rid] = r
             self.waiting.append(r)
+            if self.ledger is not None:
+                self.ledger.took(r.rid, "the queue it entered")
 
     def drop(self, rid: int) -> None:
         """Rank 0 retracted `rid` (faults.retract_rid): it leaves this rank, wherever it was
@@ -74,6 +81,8 @@ class Scheduler(Cells):
         req = self.reqs.pop(rid, None)
         if req is None:
             return
+        if self.ledger is not None:
+            self.ledger.left(rid)
         if req.slot >= 0 and req in self.running[req.slot]:
             self.running[req.slot].remove(req)
         if req in self.waiting:
@@ -94,12 +103,28 @@ class Scheduler(Cells):
     def num_inflight(self) -> int:
         return sum(b is not None for b in self.inflight)
 
+    def places(self) -> dict[int, str]:
+        """Where this rank holds each request (the conservation check's view,
+        engine/conservation.py): the first place found, in the order a request moves."""
+        out: dict[int, str] = {}
+        for r in self.waiting:
+            out.setdefault(r.rid, "the waiting queue")
+        for r in self.continuations():
+            out.setdefault(r.rid, "a continuation cell")
+        for s, slot in enumerate(self.running):
+            for r in slot:
+                out.setdefault(r.rid, f"slot {s}")
+        for b in self.inflight:
+            for e in b.entries if b is not None else ():
+                out.setdefault(e.rid, f"the pass in flight on slot {b.slot}")
+        for r in self.strays():
+            out.setdefault(r.rid, "a resident with no cell")
+        return out
+
     def limbo(self) -> list[int]:
         """Requests that are nowhere (neither waiting, chunked, running nor in a batch in
         flight) or queued twice: a debugging invariant PPX_DEBUG=1 checks after every pass."""
-        held = {r.rid for r in self.waiting} | {r.rid for slot in self.running for r in slot}
-        held |= {r.rid for r in self.continuations()}
-        held |= {e.rid for b in self.inflight if b is not None for e in b.entries}
+        held = set(self.places())
         queued = [r.rid for r in self.waiting] + [r.rid for r in self.continuations()]
         twice = {rid for rid in queued if queued.count(rid) > 1}
         return sorted((set(self.reqs) - held) | twice)
@@ -207,6 +232,8 @@ class Scheduler(Cells):
                 self.running[slot].append(req)
             if req.finished:
                 self.finish(req)
+        if out and self.ledger is not None:
+            self.ledger.committed()
         return out
 
     def finish(self, req: Req) -> None:
@@ -214,6 +241,8 @@ class Scheduler(Cells):
             self.running[req.slot].remove(req)
         self.cache.release(req)
         del self.reqs[req.rid]
+        if self.ledger is not None:
+            self.ledger.left(req.rid)
 
     def holds_running(self, req: Req) -> bool:
         """A request this rank holds in a slot's running batch (its final chunk ran here)."""

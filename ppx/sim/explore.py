@@ -18,7 +18,7 @@ import time
 
 from ppx.sim.merge import Exploration, merge
 from ppx.sim.report import finish, summary_dict
-from ppx.sim.schedule import config_hash
+from ppx.sim.schedule import config_hash, resolved_config
 from ppx.sim.shard import run_shard
 
 
@@ -38,6 +38,7 @@ def explore(
     else:
         results = [_one(cfg, 0, 1, echo, out_dir)]
     ex = merge(results, time.time() - t0)
+    ex.config = resolved_config(cfg)
     return finish(ex, config_hash(cfg), out_dir, echo, overrides, config_name)
 
 

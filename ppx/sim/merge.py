@@ -29,6 +29,7 @@ class Exploration:
     dfs: dict | None = None
     wall_s: float = 0.0
     workers: int = 1
+    config: dict | None = None  # the resolved config, into every saved schedule's header
 
     @property
     def table(self) -> pd.DataFrame:
@@ -62,7 +63,9 @@ def merge(shards: list[ShardResult], wall_s: float) -> Exploration:
     return ex
 
 
-def write(ex: Exploration, out_dir: str, digest: str, overrides: list[str]) -> None:
+def write(
+    ex: Exploration, out_dir: str, digest: str, overrides: list[str], config_name: str = "config"
+) -> None:
     """The table and every failure's schedules (sets `ex.paths`)."""
     os.makedirs(out_dir, exist_ok=True)
     ex.table.to_parquet(os.path.join(out_dir, "explore.parquet"), index=False)
@@ -70,10 +73,22 @@ def write(ex: Exploration, out_dir: str, digest: str, overrides: list[str]) -> N
         d = os.path.join(out_dir, "failures", str(n))
         os.makedirs(d, exist_ok=True)
         path = os.path.abspath(os.path.join(d, "schedule.txt"))
-        save(path, Schedule(digest, overrides, f.strategy, f.seed, f.verdict, f.choices))
+        head = dict(config_name=config_name, config=ex.config)
+        shrunk = Schedule(digest, overrides, f.strategy, f.seed, f.verdict, f.choices, **head)
+        shrunk.reason = f.shrunk_reason or f.reason
+        save(path, shrunk)
         save(
             os.path.join(d, "original.txt"),
-            Schedule(digest, overrides, f.strategy, f.seed, f.verdict, f.original),
+            Schedule(
+                digest,
+                overrides,
+                f.strategy,
+                f.seed,
+                f.verdict,
+                f.original,
+                **head,
+                reason=f.reason,
+            ),
         )
         meta = {k: getattr(f, k) for k in ("key", "index", "strategy", "seed", "verdict")}
         meta |= {"reason": f.reason, "shrink": f.shrink}
@@ -100,7 +115,7 @@ def read_shard(job_dir: str, shard: int) -> ShardResult:
         )
         out.failures[m["key"]] = Failure(
             m["key"], m["index"], m["strategy"], m["seed"], m["verdict"], m["reason"],
-            original.choices, shrunk.choices, m["shrink"],
+            original.choices, shrunk.choices, m["shrink"], shrunk.reason,
         )  # fmt: skip
     dfs = os.path.join(job_dir, "dfs.json")
     if os.path.exists(dfs):

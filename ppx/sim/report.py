@@ -9,30 +9,62 @@ from collections import Counter
 
 from ppx.sim.merge import Exploration, write
 
-VERDICTS = ("served", "wedged", "livelocked", "stopped", "crashed", "timeout", "dead_peer")
+VERDICTS = (
+    "served",
+    "wedged",
+    "livelocked",
+    "lost",
+    "stalled",
+    "stopped",
+    "crashed",
+    "timeout",
+    "dead_peer",
+)
 
 
 # explore keys that shape a run (kept in a replay command); the rest choose the schedules
 RUN_KEYS = ("explore.clock=", "explore.step_us=", "explore.max_steps=")
 
 
-def replay_command(overrides: list[str], path: str, config_name: str = "config") -> str:
+def replay_overrides(overrides: list[str]) -> list[str]:
+    """What recomposes a schedule's run: its overrides less the exploring ones, on the
+    simulator (the explorer sets the transport itself, so its overrides may not say it)."""
     kept = [
         o for o in overrides
         if o.startswith(RUN_KEYS) or not o.startswith(("explore.", "hydra.", "hydra/"))
     ]  # fmt: skip
     if not any(o.startswith("engine.transport=") for o in kept):
         kept.append("engine.transport=sim")
+    return kept
+
+
+def replay_command(overrides: list[str], path: str, config_name: str = "config") -> str:
+    kept = replay_overrides(overrides)
     head = ["python -m ppx.run"]
     if config_name != "config":  # the explorer's own defaults (conf/explorer.yaml)
         head.append(f"--config-name {config_name}")
     return " ".join([*head, *kept, f"explore.replay={path}"])
 
 
+def replay_file_command(path: str) -> str:
+    """The schedule file alone replays: its header holds the config (ppx/replay.py)."""
+    return f"python -m ppx.replay {path}"
+
+
+def failure_counts(ex: Exploration) -> dict[str, int]:
+    """Schedules that hit each failure key (one bug, one key, however many schedules)."""
+    from ppx.sim.runner import failure_key
+
+    df = ex.table
+    keys = [failure_key(v, r, c) for v, r, c in zip(df["verdict"], df["reason"], df["cycle"])]
+    return {k: keys.count(k) for k in ex.failures}
+
+
 def finish(
     ex: Exploration, digest: str, out_dir: str, echo, overrides: list[str], config_name: str
 ) -> Exploration:
-    write(ex, out_dir, digest, overrides)
+    write(ex, out_dir, digest, overrides, config_name)
+    hits = failure_counts(ex)
     for n, (key, path) in enumerate(ex.paths.items()):
         f = ex.failures[key]
         sh = f.shrink or {}
@@ -40,8 +72,11 @@ def finish(
         if sh:
             (d0, d1), (c0, c1) = sh["delays"], sh["choice_points"]
             what = f", shrunk: {d0} -> {d1} delays, {c0} -> {c1} choice points"
-        echo(f"ppx.explore: failure {n}: schedule {f.index} ({f.strategy}{what}): {key}")
-        echo(f"  replay: {replay_command(overrides, path, config_name)}")
+        echo(
+            f"ppx.explore: failure {n}: {hits.get(key, 1)} schedule(s), first {f.index} "
+            f"({f.strategy}{what}): {key}"
+        )
+        echo(f"  replay: {replay_file_command(path)}")
     return ex
 
 
@@ -58,6 +93,7 @@ def summary_dict(ex: Exploration, choices: dict, study) -> dict:
         "verdicts": counts,
         "tokens_checked": int(df["tokens_checked"].sum()) if n else 0,
         "failures": {k: ex.paths.get(k) for k in ex.failures},
+        "failure_counts": failure_counts(ex) if n else {},
         "workers": ex.workers,
         "verdict": "served" if n and counts.get("served", 0) == n else top or "none",
         "reason": f"{n} schedules: {counts}",

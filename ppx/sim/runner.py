@@ -52,8 +52,13 @@ class Result:
 
 
 def failure_key(verdict: str, reason: str, cycle: str | None) -> str:
-    """Failures are told apart by verdict and cycle (or the reason with numbers blanked)."""
-    what = cycle or re.sub(r"\d+", "#", reason or "")[:120]
+    """One bug, one key: the verdict and the cycle (ranks and operations kept; slot, pass,
+    seq numbers blanked), else the reason with every number blanked -- the slot a request
+    landed in, the pass, the rid and the counts vary from schedule to schedule."""
+    if cycle:
+        what = re.sub(r"(slot|pass|seq)=\d+", r"\1=#", cycle)
+    else:
+        what = re.sub(r"\d+", "#", reason or "")[:120]
     return f"{verdict}: {what}"
 
 

@@ -3,6 +3,11 @@
 A schedule is the list of (chosen task, runnable set) at every choice point plus a hash of
 the composed config; replaying it under another config, or from a cut file, is refused up
 front, and a replay that meets a different choice point ends with verdict `mismatch`.
+
+The header also holds what replaying needs with nothing else (`python -m ppx.replay FILE`):
+the config name and overrides it was composed from, the whole resolved config, and the run's
+final verdict and reason -- the oracle's included (a served run with a wrong token is
+`mismatch` here too, as in its summary.json).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass
 
 from omegaconf import OmegaConf
 
-MAGIC = "ppx-schedule 1"
+MAGIC = "ppx-schedule 1"  # version 1 files had no config, config_name or reason line
+OPTIONAL = ("config_name", "reason", "config")  # header lines after `verdict`, when present
 PER_LINE = 32
 # keys that do not change what runs: where it is logged, how it is explored
 NOT_HASHED = ("explore", "logger")
@@ -31,6 +37,13 @@ class Schedule:
     seed: int
     verdict: str
     choices: list[tuple[int, int]]  # (chosen task id, bitmask of the runnable task ids)
+    config_name: str = "config"  # conf/<name>.yaml it was composed from (explorer: "explorer")
+    config: dict | None = None  # the whole resolved config
+    reason: str = ""
+
+
+def resolved_config(cfg) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
 
 
 def config_hash(cfg) -> str:
@@ -49,6 +62,9 @@ def save(path: str, s: Schedule) -> None:
         f"overrides {json.dumps(s.overrides)}",
         f"strategy {s.strategy} seed {s.seed}",
         f"verdict {s.verdict}",
+        f"config_name {s.config_name}",
+        f"reason {json.dumps(s.reason)}",
+        f"config {json.dumps(s.config, sort_keys=True, default=str)}",
         f"choices {len(s.choices)}",
     ]
     cs = [f"{t}:{m:x}" for t, m in s.choices]
@@ -68,31 +84,45 @@ def load(path: str) -> Schedule:
     if not lines or lines[0] != MAGIC:
         raise ScheduleError(f"{where}: not a ppx schedule (first line should be {MAGIC!r})")
     try:
-        head = dict(line.split(" ", 1) for line in lines[1:6])
+        at = lines.index(next(x for x in lines if x.startswith("choices ")))
+        head = dict(line.split(" ", 1) for line in lines[1 : at + 1])
         strategy, _, seed = head["strategy"].split(" ")
         n = int(head["choices"])
-        body = " ".join(lines[6:-1]).split()
+        body = " ".join(lines[at + 1 : -1]).split()
         choices = [(int(t), int(m, 16)) for t, m in (c.split(":") for c in body)]
         overrides = json.loads(head["overrides"])
-    except (KeyError, ValueError) as e:
+        extra = {
+            "config_name": head.get("config_name", "config"),
+            "reason": json.loads(head.get("reason", '""')),
+            "config": json.loads(head.get("config", "null")),
+        }
+    except (KeyError, ValueError, StopIteration) as e:
         raise ScheduleError(f"{where}: malformed header or choices ({e})") from None
     if lines[-1] != "end" or len(choices) != n:
         raise ScheduleError(
             f"{where}: truncated: {len(choices)} of {n} choices"
             + ("" if lines[-1] == "end" else ", no end line")
         )
-    return Schedule(head["config_hash"], overrides, strategy, int(seed), head["verdict"], choices)
+    return Schedule(
+        head["config_hash"], overrides, strategy, int(seed), head["verdict"], choices, **extra
+    )
 
 
-def save_run(run_dir: str, cfg, overrides: list[str], sup, verdict: str) -> str:
-    """Save a simulated run's schedule as `schedule.txt` in its run dir; returns the path."""
+def save_run(
+    run_dir: str, cfg, overrides: list[str], sup, verdict: str, reason: str, config_name: str
+) -> str:
+    """Save a simulated run's schedule as `schedule.txt` in its run dir (with its final
+    verdict: called after the oracle has judged the tokens); returns the path."""
     import os
 
     x = cfg.explore
     path = os.path.join(run_dir, "schedule.txt")
     kept = [o for o in overrides if not o.startswith(("explore.replay=", "explore.strategy="))]
+    head = dict(config_name=config_name, config=resolved_config(cfg), reason=reason)
     save(
         path,
-        Schedule(config_hash(cfg), kept, str(x.strategy), int(x.seed), verdict, sup.sched.choices),
+        Schedule(
+            config_hash(cfg), kept, str(x.strategy), int(x.seed), verdict, sup.sched.choices, **head
+        ),
     )
     return path

@@ -35,6 +35,7 @@ CLOCK = ("clock",)
 DONE = ("done",)  # a task ended (the frontend's shutdown condition reads it)
 CLOCKS = ("step", "idle")
 READ, WRITE, ADVANCE = 0, 1, 2  # how a step used a shared object (footprint modes)
+WATCH_EVERY = 1024  # steps between two looks of the progress watch
 
 
 class ReplayMismatch(Exception):
@@ -57,6 +58,10 @@ class Task:
 
 
 class Scheduler:
+    # the footprint key of the virtual clock, for what a wait reads (the simulated wire takes
+    # it from here, so the engine never imports the simulator)
+    clock_key = CLOCK
+
     def __init__(
         self,
         strategy,
@@ -83,6 +88,10 @@ class Scheduler:
         self._abnormal = False
         # a strategy that watches every step (the dfs reduction) may also refuse to go on
         self._every = getattr(strategy, "every_step", False)
+        # the run's progress watch: called when the clock jumps and every WATCH_EVERY steps,
+        # it names a stall (requests outstanding, no token for a while of virtual time)
+        self.watch: Callable[[], str | None] | None = None
+        self.stalled: str | None = None
 
     # -- building a run ----------------------------------------------------------------------
     def spawn(self, name: str, fn: Callable[[], None]) -> Task:
@@ -164,7 +173,8 @@ class Scheduler:
     # -- the run ------------------------------------------------------------------------------
     def run(self) -> str:
         """Advance until every task is done ("done"), a task left abnormally ("failed"), no
-        task can ever run again ("deadlock"), a bound is hit ("step_bound" / "time_bound"),
+        task can ever run again ("deadlock"), the progress watch names a stall ("stalled"),
+        a bound is hit ("step_bound" / "time_bound"),
         a replay meets another choice point than recorded ("mismatch"), or the strategy
         declines every runnable task ("pruned": the dfs reduction knows the rest)."""
         self._main = greenlet.getcurrent()
@@ -199,7 +209,11 @@ class Scheduler:
                 if not future:
                     return "deadlock"
                 self.now = min(future)
+                if self._watch_says_stalled():
+                    return "stalled"
                 continue
+            if self.steps % WATCH_EVERY == 0 and self._watch_says_stalled():
+                return "stalled"
             if self.steps >= self.max_steps:
                 return "step_bound"
             if self.now > self.max_time_s:
@@ -224,6 +238,11 @@ class Scheduler:
             self._step(t)
             if t.done:
                 live = self._live()
+
+    def _watch_says_stalled(self) -> bool:
+        if self.watch is not None:
+            self.stalled = self.watch()
+        return self.stalled is not None
 
     def _step(self, t: Task) -> None:
         if self.footprints:

@@ -31,6 +31,7 @@ class Failure:
     original: list[tuple[int, int]]
     choices: list[tuple[int, int]]  # the shrunk schedule (the original when nothing shrank)
     shrink: dict
+    shrunk_reason: str = ""  # the shrunk schedule's own reason (empty: the original's)
 
 
 @dataclass
@@ -123,6 +124,7 @@ def run_shard(cfg, shard: int, shards: int, echo=print, log=None) -> ShardResult
                     "delays": list(s.delays), "choice_points": list(s.length),
                     "runs": s.runs, "replayed": s.replayed,
                 },
+                s.reason if s else "",
             )  # fmt: skip
             echo(f"ppx.explore: {tag}schedule {index} fails: {res.key}")
         counts[res.verdict] += 1

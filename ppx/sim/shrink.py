@@ -2,11 +2,13 @@
 
 A task runs until it blocks, so no choice preempts a runnable task: a schedule is the
 lowest-runnable-task run plus its deviations, the choice points where it took another task
-(each costs delays: the lower runnable tasks it passed over). The shrinker drops deviations,
-in chunks then one at a time (delta debugging), running every candidate: a candidate is kept
-when the run it makes fails with the same failure key and has fewer delays (or as many and
-a shorter choice list). The schedule kept is the candidate run's own recorded choices, and
-it is checked once more by exact replay before it replaces the original.
+(each costs delays: the lower runnable tasks it passed over). The shrinker drops deviations
+over segments of the schedule, in chunks then one at a time (delta debugging), running every
+candidate: a candidate is kept when the run it makes fails with the same failure key and is
+no larger in either measure -- delays and choice points -- and smaller in one. (Minimising
+delays alone let a schedule grow: 35 -> 58 choice points with 0 delays.) So a shrunk
+schedule is never longer than the one found. The schedule kept is the candidate run's own
+recorded choices, checked once more by exact replay before it replaces the original.
 """
 
 from __future__ import annotations
@@ -40,10 +42,16 @@ class Shrunk:
     length: tuple[int, int]  # choice points, before, after
     runs: int  # candidates run (the final replay included)
     replayed: bool  # the shrunk schedule replayed exactly to the same failure
+    reason: str  # the shrunk run's own reason (its step counts differ from the original's)
 
 
 def _size(res) -> tuple[int, int]:
     return delays(res.choices), len(res.choices)
+
+
+def smaller(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """`a` is no larger than `b` in delays and in choice points, and smaller in one."""
+    return a[0] <= b[0] and a[1] <= b[1] and a != b
 
 
 def shrink(runner, result, budget: int) -> Shrunk:
@@ -61,7 +69,7 @@ def shrink(runner, result, budget: int) -> Shrunk:
             drop = set(points[start : start + size])
             res = runner.run(GuidedStrategy({j: t for j, t in dev.items() if j not in drop}))
             runs += 1
-            if res is not None and res.key == key and _size(res) < _size(best):
+            if res is not None and res.key == key and smaller(_size(res), _size(best)):
                 best, dev = res, deviations(res.choices)
                 n, progressed = max(n - 1, 2), True
                 break
@@ -78,5 +86,5 @@ def shrink(runner, result, budget: int) -> Shrunk:
             best = result
     return Shrunk(
         best.choices, (result.delays, best.delays), (len(result.choices), len(best.choices)),
-        runs, replayed,
+        runs, replayed, best.row["reason"],
     )  # fmt: skip

@@ -114,6 +114,38 @@ class SimSupervisor(Supervisor):
             str(x.get("clock", "step")),
             footprints=hasattr(self.strategy, "after_step"),
         )
+        self.sched.watch = self._progress_watch
+        self.stall_s = float(cfg.watch.progress_stall_s)
+        self._progress: tuple = ()
+        self._progress_t = 0.0
+
+    def _progress_watch(self) -> str | None:
+        """Requests outstanding and no token committed for watch.progress_stall_s of virtual
+        time: `stalled` (rank 0's engine.stall_passes usually names it first, in passes)."""
+        d, now = self.driver, self.sched.now
+        sig = (d.tokens, d.active)
+        if sig != self._progress or d.active == 0:
+            self._progress, self._progress_t = sig, now
+            return None
+        if now - self._progress_t <= self.stall_s:
+            return None
+        return (
+            f"stalled: {d.active} requests outstanding and no token committed for "
+            f"{now - self._progress_t:.1f} virtual s (watch.progress_stall_s={self.stall_s}); "
+            f"runnable: {self._runnable()}"
+        )
+
+    def _runnable(self) -> str:
+        s = self.sched
+        ready = [t.name for t in s.tasks if not t.done and (t.pred is None or t.pred())]
+        return ", ".join(ready) or "none"
+
+    def runnable_ranks(self) -> set[int]:
+        """Ranks whose task could go on now (a stall, a bound, a stop: not a deadlock)."""
+        tasks = self.sched.tasks[: self.world]
+        return {
+            t.tid for t in tasks if not t.done and not t.killed and (t.pred is None or t.pred())
+        }
 
     def _frontend(self) -> None:
         sched, d = self.sched, self.driver
@@ -209,6 +241,8 @@ class SimSupervisor(Supervisor):
         s = self.sched
         if end == "mismatch":
             return "mismatch", f"replay diverged from its schedule at {s.mismatch}"
+        if end == "stalled":
+            return "stalled", s.stalled or "stalled"
         if end == "pruned":  # the dfs reduction stopped it: an equivalent order was run
             return "pruned", f"every runnable task asleep at step {s.steps}"
         st = self.strategy
@@ -250,12 +284,17 @@ class SimSupervisor(Supervisor):
         return "served", ""
 
     def _postmortem(self, verdict: str) -> dict:
-        records = [self.board.blocked_on(r) for r in range(self.world)]
+        # a rank parked where it can go on is not blocked: its record stays out of the
+        # wait-for graph, so a cycle is named only among ranks that can never run again
+        runnable = self.runnable_ranks()
+        records = [None if r in runnable else self.board.blocked_on(r) for r in range(self.world)]
         cyc = find_cycle(graph(records))
         out = {"cycle": cycle_text(cyc), "blocked_on": records}
         if not self.run_dir:
             return out
-        out = postmortem.write(self.run_dir, self.board, [], verdict, 0, 0.0, capture=False)
+        out = postmortem.write(
+            self.run_dir, self.board, [], verdict, 0, 0.0, capture=False, runnable=runnable
+        )
         self._stacks(os.path.join(self.run_dir, "postmortem", "stacks"))
         return out
 

@@ -161,6 +161,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, help="stop the sweep after this many seconds")
     p.add_argument("--poll", type=float, default=1.0, help="progress poll period (s)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    p.add_argument(
+        "--every-cell",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set KEY in every cell, over the cell's own value (e.g. model=hash)",
+    )
     # Intermixed: overrides may come before or after the options (`NAME pp=3 --out X`).
     return p.parse_intermixed_args(argv)
 
@@ -169,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         study = load_study(args.name, args.experiments)
+        if args.every_cell:
+            study = study.forcing(args.every_cell)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

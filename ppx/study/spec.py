@@ -8,7 +8,7 @@ expects. Everything here is pure: parsing and expansion, no processes.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,17 @@ class Study:
         keys = list(self.sweep)
         values = [[value_text(v) for v in self.sweep[k]] for k in keys]
         return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+    def forcing(self, settings: list[str]) -> Study:
+        """This study with `settings` (`key=value`) in every cell, replacing the cell's own
+        value (`--every-cell model=hash`: a cell that names its model gets this one), so the
+        runs and the cells their overrides are matched to stay one set."""
+        pairs = [parse_override(s) for s in settings]
+        keys = {k for k, _ in pairs}
+        base = [b for b in self.base if parse_override(b)[0] not in keys] + list(settings)
+        cells = [{k: v for k, v in c.items() if k not in keys} | dict(pairs) for c in self.cells]
+        sweep = {k: v for k, v in self.sweep.items() if k not in keys}
+        return replace(self, base=base, cells=cells, sweep=sweep)
 
     @property
     def cell_keys(self) -> list[str]:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ppx.engine.board import Board
 from ppx.telemetry.events import read_events
-from ppx.watch.waitfor import cycle_text, find_cycle, graph
+from ppx.watch.waitfor import cycle_text, edge_label, find_cycle, graph
 
 STACK_WAIT_S = 0.5
 
@@ -113,22 +113,34 @@ def write(
     t0_mono_ns: int,
     t0: float,
     capture: bool = True,
+    runnable: set[int] | None = None,
 ) -> dict:
-    """Everything a researcher needs to explain the death; returns {cycle, blocked_on}."""
+    """Everything a researcher needs to explain the death; returns {cycle, blocked_on}.
+    `runnable`: ranks that could still go on. Their records (the last operation they parked
+    in) stay out of the wait-for graph, so no cycle is invented through a rank that was not
+    blocked; cycle.txt then says which ranks were runnable and what they did last."""
     pm = os.path.join(run_dir, "postmortem")
     os.makedirs(os.path.join(pm, "stacks"), exist_ok=True)
-    records = [board.blocked_on(r) for r in range(board.world)]
+    seen = [board.blocked_on(r) for r in range(board.world)]
+    runnable = runnable or set()
+    records = [None if r in runnable else rec for r, rec in enumerate(seen)]
     if capture:
         capture_stacks(procs, pm)
     g = graph(records)
     cyc = find_cycle(g)
     text = cycle_text(cyc)
+    if runnable and not text:
+        last = "; ".join(
+            f"rank{r} runnable (last: {edge_label(seen[r]) if seen[r] else 'no operation'})"
+            for r in sorted(runnable)
+        )
+        g["runnable"] = sorted(runnable)
     with open(os.path.join(pm, "blocked_on.json"), "w") as f:
         json.dump(records, f, indent=1)
     with open(os.path.join(pm, "waitfor.json"), "w") as f:
         json.dump(g | {"cycle": text}, f, indent=1)
     with open(os.path.join(pm, "cycle.txt"), "w") as f:
-        f.write((text or "no cycle") + "\n")
+        f.write((text or "no cycle" + (f": {last}" if runnable else "")) + "\n")
     draw(g, cyc, os.path.join(pm, "waitfor.png"), f"{verdict}: {text or 'no cycle'}")
     last = {
         f"rank{r}": read_events(os.path.join(run_dir, "ranks", f"rank{r}.events.jsonl"))[-20:]

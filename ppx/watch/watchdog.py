@@ -20,6 +20,10 @@ class Watchdog:
         self.board, self.procs, self.stall_s = board, procs, stall_s
         self.last_sig: tuple | None = None
         self.last_progress = time.monotonic()
+        # tokens only (`extra`: tokens, served, refused): a run whose ranks keep passing
+        # without committing a token is stalled even though its passes look like work
+        self.last_extra: tuple | None = None
+        self.last_token = self.last_progress
         self.status = "ok"
         self.mismatch: str | None = None
 
@@ -48,6 +52,8 @@ class Watchdog:
         now = time.monotonic()
         if self.dead_ranks():
             return "dead_peer"
+        if extra != self.last_extra or not outstanding:
+            self.last_extra, self.last_token = extra, now
         sig = self.progress_signature(extra)
         if sig != self.last_sig or not outstanding:
             self.last_sig, self.last_progress = sig, now
@@ -68,6 +74,10 @@ class Watchdog:
             return "mismatch" if self.mismatch else "wedged"
         self.status = "straggler"
         return None
+
+    @property
+    def tokenless_for(self) -> float:
+        return time.monotonic() - self.last_token
 
     @property
     def stalled_for(self) -> float:

@@ -12,6 +12,8 @@ import sys
 import pandas as pd
 from ppx_helpers import ROOT
 
+from ppx.sim.runner import failure_key
+
 BASE = ["+exp=micro_load", "pp=3", "engine/admission=decision", "logger=none"]
 
 
@@ -51,22 +53,25 @@ def test_explore_writes_table_summary_and_a_replayable_failure(tmp_path):
     assert summary["frac_wedged"] == 1.0 and summary["explored"] == summary["schedules"] == 6
     assert summary["verdicts"] == {"wedged": 6} and summary["schedules_per_s"] > 0
     assert summary["workers"] == 2 and summary["tokens_checked"] == 0  # nothing served
-    # one saved (shrunk) schedule per distinct cycle, in the order they were first met
-    assert list(summary["failures"]) == [f"wedged: {c}" for c in table["cycle"].unique()]
+    # one saved (shrunk) schedule per distinct cycle (slot numbers blanked: one bug, one
+    # key), in the order they were first met, with the count of schedules that hit it
+    keys = [failure_key("wedged", "", c) for c in table["cycle"]]
+    assert list(summary["failures"]) == list(dict.fromkeys(keys))
+    assert summary["failure_counts"] == {k: keys.count(k) for k in dict.fromkeys(keys)}
     replay = next(line for line in proc.stdout.splitlines() if "replay: " in line)
     cmd = shlex.split(replay.split("replay: ", 1)[1])
-    assert cmd[:3] == ["python", "-m", "ppx.run"]
+    assert cmd[:3] == ["python", "-m", "ppx.replay"] and len(cmd) == 4  # the file alone
     run_dir = tmp_path / "replayed"
     again = subprocess.run(
-        [sys.executable, *cmd[1:], f"hydra.run.dir={run_dir}"],
+        [sys.executable, *cmd[1:], "--out", str(run_dir)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
     s = json.loads((run_dir / "summary.json").read_text())
-    assert again.returncode == 1 and s["verdict"] == "wedged"
-    assert s["cycle"] == table["cycle"].iloc[0]
+    assert again.returncode == 0 and s["verdict"] == "wedged", again.stdout + again.stderr
+    assert failure_key("wedged", "", s["cycle"]) == keys[0]
     assert os.path.exists(run_dir / "postmortem" / "waitfor.png")
 
 

@@ -29,7 +29,10 @@ def setup(pp: int, tp: int = 1, all_reduce=None):
     random.Random(4).shuffle(slots)  # pool slots in no particular order, as after evictions
     for b in range(SEQS):
         r2t[b, :LEN] = torch.tensor(slots[b * LEN : (b + 1) * LEN])
-    pools = [([torch.zeros(64, 12, 1)], [torch.zeros(64, 12, 1)], r2t.clone()) for _ in stages]
+    heads = 12 // tp  # a TP shard holds its share of the KV heads
+    pools = [
+        ([torch.zeros(64, heads, 1)], [torch.zeros(64, heads, 1)], r2t.clone()) for _ in stages
+    ]
     return cfg, stages, pools, seqs
 
 

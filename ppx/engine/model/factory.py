@@ -47,7 +47,14 @@ def build_stage(
     if is_hash(cfg):
         size = world if phase == "tp" else 1
         return HashStage(
-            d, int(cfg.seed), first, last, int(cfg.model.max_context), size, all_reduce
+            d,
+            int(cfg.seed),
+            first,
+            last,
+            int(cfg.model.max_context),
+            size,
+            all_reduce,
+            tp_rank=rank if phase == "tp" else 0,
         )
     tp = dict(tp_rank=rank, tp_size=world, all_reduce=all_reduce) if phase == "tp" else {}
     src = weight_source(cfg)

@@ -14,6 +14,13 @@ history), a permuted row or a row of another request changes the token; and the 
 is a pure function of the sequence, whatever pp, TP phase or batch, so the single-process
 reference (one-hot logits) is what the oracle checks it against.
 
+Every KV head holds that content, tagged with its global head index (k = id + vocab * head,
+v = g + head * HEAD_V mod MOD): a TP shard's local head 0 is global head rank * kv_heads / tp,
+so a carry across a cutover that puts another head's rows (or none) there changes the token,
+as it would a real model's attention. (Before this, only local head 0 was written: a correct
+PP->TP carry gave ranks 1.. the untouched global heads 4.. and the run mismatched.) A read
+decodes every local head and poisons the slot's id when they disagree.
+
 Values stay below 2^24 (`MOD`) so the float32 KV pool holds them exactly.
 """
 
@@ -56,6 +63,24 @@ def _read_hash(ks: list[float], vs: list[float], w: list[int]) -> list[int]:
 
 
 ID = 1 << 24  # keeps a slot's id and its prefix hash apart in the read hash
+HEAD_V = 7_654_321  # a head's tag in v (mod MOD); in k the tag is vocab * head (exact: < 2^24)
+
+
+def head_tags(vocab: int, heads: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The per-head offsets [H] (int64) added to k and v of global heads `heads`."""
+    gh = torch.tensor(heads, dtype=torch.int64)
+    return gh * vocab, gh * HEAD_V % MOD
+
+
+def _decode(rows: torch.Tensor, tag: torch.Tensor, mod: int | None) -> list[int]:
+    """One value per slot from its local heads [n, H] (tags removed); a slot whose heads
+    disagree reads as -1 - value (no id or hash is negative: the token changes)."""
+    x = rows.to(torch.int64) - tag
+    if mod is not None:
+        x = x % mod
+    first = x[:, 0]
+    same = (x == first[:, None]).all(dim=1)
+    return torch.where(same, first, -1 - first).tolist()
 
 
 class HashStage:
@@ -72,6 +97,7 @@ class HashStage:
         max_context: int,
         tp_size: int = 1,
         all_reduce=None,
+        tp_rank: int = 0,
     ) -> None:
         self.d, self.first_layer, self.last_layer = d, first_layer, last_layer
         self.is_first, self.is_last = first_layer == 0, last_layer == d.layers
@@ -80,6 +106,10 @@ class HashStage:
         self.w1, self.w2 = w1.tolist(), w2.tolist()
         self.affine = _compose(mix, first_layer, last_layer)
         self.inv_tp = pow(tp_size, -1, MOD)
+        local = d.kv_heads // tp_size  # this rank's KV heads (a TP shard, or all of them)
+        self.k_tag, self.v_tag = head_tags(
+            d.vocab, list(range(tp_rank * local, (tp_rank + 1) * local))
+        )
         self.weight_bytes = 0
         self.bytes_read = 0
 
@@ -103,7 +133,7 @@ class HashStage:
             acc = ids
         else:
             ids, acc = fi.hidden.T.tolist()
-        k, v = k_pool[0][:, 0, 0], v_pool[0][:, 0, 0]
+        k, v = k_pool[0][:, :, 0], v_pool[0][:, :, 0]  # [slots, local KV heads]
         qo, pos = fi.qo_indptr.tolist(), fi.positions.tolist()
         prefix = fi.prefix_lens.tolist()
         rows = [
@@ -111,20 +141,22 @@ class HashStage:
             for b, (r, p) in enumerate(zip(fi.req_rows.tolist(), prefix, strict=True))
         ]
         loc = fi.out_cache_loc
-        k[loc] = torch.tensor(ids, dtype=k.dtype)
+        k_tag, v_tag = self.k_tag, self.v_tag
+        k[loc] = (torch.tensor(ids, dtype=torch.int64)[:, None] + k_tag).to(k.dtype)
         # each chunk's prefix hash chains from the one stored at the slot before it (read
         # through the mapping: a stale or foreign slot there changes every g after it)
         before = [row[p - 1] for row, p in zip(rows, prefix, strict=True) if p > 0]
-        stored = iter(v[torch.tensor(before, dtype=torch.int64)].tolist() if before else [])
+        idx = torch.tensor(before, dtype=torch.int64)
+        stored = iter(_decode(v[idx], v_tag, MOD) if before else [])
         g = []
         for b, p in enumerate(prefix):
             h = int(next(stored)) if p > 0 else 0
             for i in range(qo[b], qo[b + 1]):
                 h = (h + (ids[i] + 1) * self.w1[pos[i]]) % MOD
                 g.append(h)
-        v[loc] = torch.tensor(g, dtype=v.dtype)
+        v[loc] = ((torch.tensor(g, dtype=torch.int64)[:, None] + v_tag) % MOD).to(v.dtype)
         where = torch.tensor([s for row in rows for s in row], dtype=torch.int64)
-        ks, vs = k[where].tolist(), v[where].tolist()
+        ks, vs = _decode(k[where], k_tag, None), _decode(v[where], v_tag, MOD)
         f, at = [], 0
         for b, row in enumerate(rows):
             h = _read_hash(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
@@ -158,6 +190,17 @@ class HashReference:
         a, b, c = self.affine
         vocab = self.d.vocab
         return torch.tensor([(t * a + x * b + c) % MOD % vocab for t, x in zip(tokens, f)])
+
+    def kv(self, tokens: list[int], first: int, last: int, heads: range) -> torch.Tensor:
+        """What a fresh prefill of `tokens` writes into the pool of a stage holding KV heads
+        `heads`: [1, 2, L, H, head_dim] (the hash model keeps one KV layer per stage, so
+        the layer range does not slice it)."""
+        g = [h % MOD for h in accumulate((t + 1) * w for t, w in zip(tokens, self.w1))]  # noqa: B905
+        k_tag, v_tag = head_tags(self.d.vocab, list(heads))
+        out = torch.zeros(1, 2, len(tokens), len(heads), self.d.head_dim)
+        out[0, 0, :, :, 0] = (torch.tensor(tokens, dtype=torch.int64)[:, None] + k_tag).float()
+        out[0, 1, :, :, 0] = ((torch.tensor(g, dtype=torch.int64)[:, None] + v_tag) % MOD).float()
+        return out
 
     def logits(self, tokens: list[int]) -> torch.Tensor:
         """Logits [L, V] for every position of one sequence (teacher forcing)."""

@@ -150,24 +150,39 @@ class Reference:
     @torch.inference_mode()
     def logits(self, tokens: list[int]) -> torch.Tensor:
         """Logits [L, V] for every position of one sequence (teacher forcing)."""
+        return self._run(tokens, None)
+
+    @torch.inference_mode()
+    def kv(self, tokens: list[int], first: int, last: int, heads: range) -> torch.Tensor:
+        """What a fresh prefill of `tokens` writes into the pool of a stage running layers
+        [first, last) with KV heads `heads`: [layers, 2, L, H, head_dim] (K after RoPE)."""
+        kept: list[torch.Tensor] = []
+        self._run(tokens, kept, last)
+        return torch.stack(kept[first:last])[:, :, :, heads.start : heads.stop]
+
+    def _run(self, tokens: list[int], kv_out: list | None, stop: int | None = None):
         d = self.d
         hd, rep = d.head_dim, d.heads // d.kv_heads
         ids = torch.tensor(tokens, dtype=torch.int64)
         pos = torch.arange(len(tokens))
         x = self.embed[ids]
-        for w in self.layers:
+        for w in self.layers[:stop]:
             h = self._norm(x, w["attn_norm"], d.eps)
             bq, bk, bv = (w.get(b, 0.0) for b in ("bq", "bk", "bv"))
             q = self._rope((h @ w["wq"].T + bq).view(-1, d.heads, hd), pos)
             k = self._rope((h @ w["wk"].T + bk).view(-1, d.kv_heads, hd), pos)
-            k = k.repeat_interleave(rep, 1)
-            v = (h @ w["wv"].T + bv).view(-1, d.kv_heads, hd).repeat_interleave(rep, 1)
+            v = (h @ w["wv"].T + bv).view(-1, d.kv_heads, hd)
+            if kv_out is not None:
+                kv_out.append(torch.stack([k, v]))
+            k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
             o = F.scaled_dot_product_attention(
                 q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), is_causal=True
             ).transpose(0, 1)
             x = x + o.reshape(-1, d.q_size) @ w["wo"].T
             h = self._norm(x, w["mlp_norm"], d.eps)
             x = x + (F.silu(h @ w["w_gate"].T) * (h @ w["w_up"].T)) @ w["w_down"].T
+        if kv_out is not None:
+            return None
         return self._norm(x, self.final_norm, d.eps) @ self.lm_head.T
 
     def greedy(self, prompt: list[int], max_new: int) -> list[int]:

@@ -30,7 +30,6 @@ import torch
 from ppx.engine.transport.base import Transport
 from ppx.engine.transport.sim_nccl import NcclPlane, NcclRules
 from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
-from ppx.sim.scheduler import CLOCK
 
 
 @dataclass
@@ -193,6 +192,6 @@ class SimTransport(Transport):
         else:
             sched.clock()
             sched.wait_until(
-                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, CLOCK)
+                lambda: pred() or sched.now >= deadline, label, deadline, (*keys, sched.clock_key)
             )
         return pred()
