@@ -74,6 +74,7 @@ class AdmissionCfg:
     follower_seats: str = default("engine.admission.follower_seats")
     prefetch_floor: str = default("engine.admission.prefetch_floor")
     prefetch_bound_ms: float = 1000.0  # group: how long a rid waits on a pending peer, then clamp
+    prefetch_short: str = default("engine.admission.prefetch_short")
     # issue 26 (#1180, #798, #959): the row probe, continuations per slot, the #959 guard
     row_probe: str = default("engine.admission.row_probe")
     continuations: str = default("engine.admission.continuations")

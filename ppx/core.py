@@ -143,6 +143,8 @@ class SlotBatch:
     placed: bool = True  # this rank allocated KV for it (a retracting rank did not)
     incarnation: dict[int, int] = field(default_factory=dict)  # rid -> admit_seq at placing
     obs: list[list[int]] = field(default_factory=list)  # [rank, rid, told, local] retractions
+    # [rank, rid, told, local] this rank excluded while its siblings run (retraction=partial)
+    excluded: list[list[int]] = field(default_factory=list)
     rolled: set[int] = field(default_factory=set)  # rids whose allocation was rolled back
     flip_void: bool = False  # in flight at a flip announced with flip.inflight=void
 

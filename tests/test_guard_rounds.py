@@ -154,6 +154,19 @@ def test_630_sim_green_rounds_120_64_50_red_no_guard_repeats_120(engine):
     assert min(_tolds(d)[1]) == 120 and "(1, 120, 64)" in red["reason"], red["reason"]
 
 
+def test_630_every_match_stated_red_repeats_120_green_rounds_120_64_50(engine):
+    # the fork's harness states rank 0's match too (120): the told repeats 120 without a floor,
+    # as in TerminationAcrossMoreThanOneDownstreamRankTest, instead of rising to 138
+    stated = [o for o in SIM_630 if not o.startswith("faults.match_cap=")]
+    stated.append("faults.match_cap=[120,64,50]")
+    red, d = engine(*stated, "engine/guard=off")
+    assert red["verdict"] == "livelocked", red["reason"]
+    assert "repeating: [(1, 120, 64)];" in red["reason"] and set(_tolds(d)[1]) == {120}
+    green, d = engine(*stated, "engine/guard=rid")
+    assert green["verdict"] == "served" and green["oracle_mismatches"] == 0, green["reason"]
+    assert _tolds(d)[1] == _tolds(d)[2] == [120, 64, 50]
+
+
 REFUSED = {
     "unknown unit": (["engine/admission=decision", "engine.guard.unit=round"], "rounds | reports"),
     "reports with no guard": (

@@ -198,6 +198,22 @@ def test_red_group_pp_voids_the_tp_phase_green_group_serves_with_flips_at_pp3(en
     assert (deferred.epoch % 2 == 1).any()  # deferred in a TP phase (odd epochs), not voided
 
 
+def test_after_tp_to_pp_red_rank0_admits_on_its_own_number_green_group_serves(engine):
+    # the fork's red (boot weg1b5): a TP phase first, the cutover to PP re-admits over the host
+    # tier; rank 0's load lands in 2 ms, rank 1's in 300 ms, and rank 0 admits on its own
+    once = [*PF3, "flip.start_phase=tp", "flip.every_passes=10", "flip.max_flips=1"]
+    red, _ = engine(*once, "engine.admission.prefetch_floor=rank0")
+    assert red["verdict"] == "stopped" and red["flips"] == 1, red["reason"]
+    assert red["reason"] == (
+        "forwarded refusal (on_refusal=stop): rank1 slot=1 pass=106 told=[5] reached=[]: "
+        "cannot execute rid=5 prefix_len=24 (local -1)"
+    )
+    green, _ = engine(*once)
+    assert green["verdict"] == "served" and green["served"] == 12, green["reason"]
+    assert green["flips"] == 1 and green["prefetch_deferred"] > 0
+    assert green["refusals"] == 0 and green["oracle_mismatches"] == 0
+
+
 def test_the_carrier_forgets_the_old_layout_at_the_cutover(engine):
     # a flip every 15 passes: loads begun in one layout are read in the next. Before the
     # reset this stopped at once: "prefetch floor contradiction (#1176): rid=2 rank1 load

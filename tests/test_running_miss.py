@@ -159,6 +159,38 @@ def test_gloo_red_the_running_batch_miss_livelocks(ppx_run):
     assert "repeating: [(5, 24, -1), (5, 31, -1)]" in s["reason"] and s["escalations"] == 0
 
 
+def test_gloo_green_the_fourth_lookup_serves_under_a_deadline(ppx_run):
+    # six requests, not twelve: the rid a follower keeps in its running batch comes back from
+    # the second request over a prefix on (5 running-batch answers on gloo, measured)
+    few = [*on_gloo(SIM), "workload.num_requests=6"]
+    proc, s, _ = ppx_run(*few, NO_CAP, *GLOO_WATCH, timeout=180)
+    assert s is not None, proc.stderr[-2000:]
+    assert s["verdict"] == "served" and s["served"] == 6, s["reason"]
+    assert s["oracle_mismatches"] == 0
+    assert s["reconcile_running_answers"] > 0 and s["reconcile_misses"] == 0
+    assert s["escalations"] == 0
+
+
+# -- unresolved on every follower at pp=3 (the fork's gloo scenario (b)) ----------------------
+EVERYWHERE = [
+    *[o for o in SIM if not o.startswith(("engine.kv.prefetch_ms=", "engine.admission.void="))],
+    "engine.kv.prefetch_ms=[2,30000,30000]",
+]
+
+
+def test_unresolved_everywhere_red_no_cap_livelocks_green_escalates_naming_four_places(engine):
+    red, _ = engine(*EVERYWHERE, NO_CAP)
+    assert red["verdict"] == "livelocked" and "(5, 24, -1)" in red["reason"], red["reason"]
+    assert red["escalations"] == 0
+    green, d = engine(*EVERYWHERE)
+    assert green["verdict"] == "served" and green["oracle_mismatches"] == 0, green["reason"]
+    esc = _events(d)
+    esc = esc[esc.kind == "escalation"]
+    assert len(esc) == green["escalations"] == esc.rid.nunique() == 2  # once per rid
+    for text in esc.detail:  # the default lookup chain reads the running batch: it is named
+        assert "slot, running batch; next told=0" in text and "never" not in text, text
+
+
 REFUSED = {
     "keep_running at pp=2": (
         ["pp=2", "engine/admission=decision", "engine.admission.void=keep_running"],

@@ -188,6 +188,10 @@ class PassSteps:
         ctx, b = self.ctx, p.batch
         rows = int(msg.tensors[0].shape[0])
         theirs = msg.tensors[1].tolist()
+        refused = self.width.refusal(ctx.rank, b)
+        if refused is not None:
+            ctx.stop(refused, p)
+            return False
         if self.width.agrees(rows, theirs, b):
             return True
         ctx.stop(

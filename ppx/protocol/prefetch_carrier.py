@@ -54,8 +54,16 @@ class Verdict:
     why: str = ""
 
 
-def decide(want: int, folded: tuple[int, int, int] | None, world: int, expired: bool) -> Verdict:
-    """Rank 0's admission of one rid; `folded` is None until a lap brought its numbers."""
+def decide(
+    want: int,
+    folded: tuple[int, int, int] | None,
+    world: int,
+    expired: bool,
+    short_defers: bool = False,
+) -> Verdict:
+    """Rank 0's admission of one rid; `folded` is None until a lap brought its numbers.
+    `short_defers` (engine.admission.prefetch_short=defer): a COMPLETE floor below `want`
+    waits for the bound like a pending one."""
     if folded is None:  # nobody spoke yet: every follower is silent
         folded = (PENDING, 0, sum(1 << r for r in range(1, world)))
     state, a, b = folded
@@ -71,6 +79,8 @@ def decide(want: int, folded: tuple[int, int, int] | None, world: int, expired: 
         return Verdict("clamp", min(want, a), f"bound expired waiting on ranks {ranks}")
     if a >= want:
         return Verdict("admit", want)
+    if short_defers and not expired:
+        return Verdict("defer", 0, f"group floor {a} < want {want}")
     return Verdict("clamp", a, f"group floor {a} < want {want}")
 
 
@@ -101,6 +111,7 @@ class Carrier:
     )
 
     owe: int = -1  # rank 0: the pass whose lap it will read blocking (nothing in flight)
+    short_defers: bool = False  # engine.admission.prefetch_short=defer (the fork's #1175)
 
     # -- rank 0 -----------------------------------------------------------------------------
     def query(self, pass_id: int) -> int:
@@ -115,7 +126,8 @@ class Carrier:
 
     def admit(self, rid: int, want: int, now: float) -> Verdict:
         first = self.first_defer.setdefault(rid, now)
-        v = decide(want, self.table.get(rid), self.world, now - first >= self.bound_s)
+        expired = now - first >= self.bound_s
+        v = decide(want, self.table.get(rid), self.world, expired, self.short_defers)
         if v.action == "defer":
             self.n["prefetch_deferred"] += 1
             return v

@@ -29,6 +29,7 @@ from ppx.protocol.load_back import LoadBack
 from ppx.protocol.policy import Policy as PolicyDesign
 from ppx.protocol.prefetch_carrier import query_code, read_query
 from ppx.protocol.prefetch_floor import PrefetchFloor
+from ppx.protocol.prefetch_short import PrefetchShort
 from ppx.protocol.reconcile import Reconcile
 from ppx.protocol.registry import Protocol
 from ppx.protocol.row_probe import RowProbe
@@ -60,6 +61,8 @@ class DecisionPolicy(Policy):
         # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier
         self.floor = proto.of(PrefetchFloor)
         self.carrier = self.floor.carrier(ctx.rank, ctx.world, self.design.executes)
+        if self.carrier is not None:  # a floor that completed short: clamp, or wait the bound
+            self.carrier.short_defers = proto.of(PrefetchShort).defers
         self.laps = 0
         self.n = {"retractions": 0, "refusals": 0, "voids": 0, "stops": 0}
         self.follower = Follower(ctx, proto, self.n)

@@ -73,6 +73,7 @@ class Follower:
         obs += self.seats.veto(s, entries, ctx.rank, {row[1] for row in obs})
         if obs and (entries := self.retraction.settle(self, p, entries, obs)) is None:
             return  # retracted as a whole: voided (or stopped)
+        excluded = list(obs)  # a partial retraction ran the rest: the proxy check asks (#791c)
         order = self.order.snapshot(s)  # before the admissions below leave the queue
         admitted, budget = [], s.chunk_size
         for e in entries:
@@ -89,6 +90,7 @@ class Follower:
                 short = [[ctx.rank, e.rid, e.prefix_len, POOL_SHORT]]
                 if self.retraction.settle(self, p, entries, short) is None:
                     return
+                excluded += short
                 continue
             admitted.append(got)
             budget -= got.extend_len
@@ -99,6 +101,8 @@ class Follower:
                     p,
                 )
         p.batch = s.place(self.order.arrange(admitted, order), p.slot, p.pass_id, "prefill")
+        if p.batch is not None:  # None: every entry excluded, nothing placed (#791's wedge)
+            p.batch.excluded = excluded
 
     def shortfalls(self, p, entries: list[Entry]) -> list[list[int]]:
         """[rank, rid, told, local] for every entry this rank cannot run as told."""
