@@ -78,3 +78,23 @@ def test_reference_kv_is_what_a_stage_writes():
         assert kv.shape[1:3] == (2, len(toks)), kv.shape
         again = ref.kv(toks[:5], 0, ref.d.layers // 2, range(0, ref.d.kv_heads))
         assert torch.allclose(kv[:, :, :5], again, atol=1e-5)  # causal: a prefix is a prefix
+
+
+def test_continuations_carried_both_ways_on_the_hash_model_never_crash(engine):
+    """TP->PP carries too: the hash model keeps one KV layer per stage whatever the split, so
+    a PP stage takes the gathered layer whole. Found by the scenario explorer: with
+    flip.continuation=survive and the stopwatch flip, the carry back into PP crashed
+    (IndexError in carry.py); now every carry is checked and the stopwatch's churn ends by
+    its own named bound, and the drained flip serves."""
+    base = [
+        "pp=3", "model=hash", "engine.transport=sim", "engine/admission=decision",
+        "engine/ordering=decision_first", "flip=every_40_passes", "flip.every_passes=5",
+        SURVIVE, "workload=long_prompt", "workload.num_requests=6", "workload.concurrency=6",
+        "engine.chunk_size=16",
+    ]  # fmt: skip
+    clock, _ = engine(*base, "flip.due=clock")
+    assert clock["verdict"] == "livelocked" and clock["carried_at_flip"] > 0, clock["reason"]
+    assert clock["reason"].startswith("livelock: 32 flips"), clock["reason"]
+    drained, _ = engine(*base)
+    assert drained["verdict"] == "served" and drained["oracle_mismatches"] == 0, drained
+    assert drained["flips"] >= 2, drained

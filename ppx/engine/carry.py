@@ -43,8 +43,10 @@ def carry(ctx: RankContext, old: KVCache, reqs: list[Req], target: str, pass_id:
             part = full[:, :, :, rank * h : (rank + 1) * h]
         else:  # every head (the ranks' shards in order), this rank's slice of layers
             full = torch.cat(parts, dim=3)
-            n = full.shape[0] // world
-            part = full[rank * n : (rank + 1) * n]
+            n = len(new.k)  # the KV layers a stage of the new plan holds
+            # a model whose stages each hold one KV layer, whatever the split (model=hash:
+            # the same content in every layer) keeps it whole; a real model its slice
+            part = full if full.shape[0] == n else full[rank * n : (rank + 1) * n]
         n = req.computed
         new.admit(req, 0, req.seq_len + req.remaining_new)
         locs = torch.tensor(new.extend(req, n), dtype=torch.long, device=new.k[0].device)
