@@ -130,6 +130,14 @@ def validate(cfg: DictConfig) -> DictConfig:
             f"faults.retract_rid={rid}: a row naming a retracted rid needs rank 0's decision "
             f"on the wire (engine/admission=decision, forwarded or row_authority) and pp >= 2"
         )
+    if rid >= 0 and merged.flip.enabled:
+        # the fault is rank 0's PP-phase row probe (#1180); a TP-phase follower holds no row
+        # probe, meets the retracted rid in its broadcast batch and crashed (ValueError in
+        # admit_entry, KeyError in the TP pass: found by the scenario explorer)
+        raise ConfigError(
+            f"faults.retract_rid={rid} with flips: the retraction fault is modelled in the PP "
+            f"phase only (the TP phase has no row probe to meet it); use flip=off"
+        )
     if f.retract_redeliver and rid < 0:
         raise ConfigError("faults.retract_redeliver=true means nothing without faults.retract_rid")
     cap = f.match_cap

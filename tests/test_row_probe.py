@@ -227,6 +227,16 @@ def test_refusals():
         "engine.admission.row_probe=stop means nothing: engine/admission=rank_local",
     )
     assert_refused(["faults.retract_rid=0"], "faults.retract_rid=0: a row naming a retracted rid")
+    # crashed before (the TP phase meets the retracted rid with no row probe): refused now
+    assert_refused(
+        [
+            "engine/admission=decision",
+            "engine/ordering=decision_first",
+            "faults.retract_rid=0",
+            "flip=every_40_passes",
+        ],
+        "faults.retract_rid=0 with flips: the retraction fault is modelled in the PP phase only",
+    )
     assert_refused(
         [
             "engine/admission=decision",
