@@ -16,13 +16,13 @@ from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
 from ppx.engine.process import rank_main
 from ppx.engine.rank import RankArgs
+from ppx.engine.transport.registry import spec_of as wire_spec
 from ppx.frontend.driver import Driver
 from ppx.frontend.make import make_workload
 from ppx.launch.children import stop_children
 from ppx.launch.store import spec_of, torchrun_env
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
-from ppx.watch.flight_recorder import backend_of
 from ppx.watch.sampler import sample
 from ppx.watch.watchdog import Watchdog
 
@@ -276,7 +276,7 @@ class Supervisor:
                     }
                 pm = postmortem.write(
                     self.run_dir, self.board, self.procs, verdict, t0_ns, self.t0,
-                    runnable=runnable, backend=backend_of(str(self.cfg.engine.transport)),
+                    runnable=runnable, backend=wire_spec(self.cfg).recorder_backend,
                 )  # fmt: skip
         finally:
             self._teardown()

@@ -230,12 +230,6 @@ def _status(pg: str, ops: list[Op]) -> dict:
     }
 
 
-def backend_of(transport: str) -> str:
-    """The analyzer's backend name: nccl on nccl; gloo on gloo and on the simulator, whose
-    wire keeps gloo's semantics (sends complete when the peer takes them)."""
-    return "nccl" if transport == "nccl" else "gloo"
-
-
 def write(pm_dir: str, board: Board, records: list[dict | None], backend: str) -> str:
     """postmortem/flight_recorder/ppx_fr_<rank>, one per rank; returns the directory."""
     out = os.path.join(pm_dir, "flight_recorder")

@@ -19,6 +19,7 @@ import time
 import pandas as pd
 
 from ppx.engine.board import Board
+from ppx.engine.transport.registry import GLOO
 from ppx.telemetry.events import read_events
 from ppx.watch import flight_recorder, torch_fr
 from ppx.watch.waitfor import cycle_text, edge_label, find_cycle, graph
@@ -118,7 +119,7 @@ def write(
     t0: float,
     capture: bool = True,
     runnable: set[int] | None = None,
-    backend: str = "gloo",
+    backend: str = GLOO,
 ) -> dict:
     """Everything a researcher needs to explain the death; returns {cycle, blocked_on}.
     `runnable`: ranks that could still go on. Their records (the last operation they parked

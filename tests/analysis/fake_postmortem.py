@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ppx.watch import flight_recorder_read, torch_fr
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
 
 
@@ -48,6 +49,12 @@ def write_postmortem(run_dir: Path, pp: int, wall: float, blocked_on: list[dict]
             for k in range(3)
         ]
     (pm / "last_events.json").write_text(json.dumps(last))
+    # one Flight Recorder dump per rank, ppx's and (a gloo run) torch's own, by name only
+    fr = pm / "flight_recorder"
+    fr.mkdir(exist_ok=True)
+    for r in range(pp):
+        for prefix in (flight_recorder_read.PREFIX, torch_fr.PREFIX):
+            (fr / f"{prefix}{r}").write_bytes(b"")
     ops: dict[str, list] = {k: [] for k in ("rank", "op", "peer", "kind", "slot", "pass_id")}
     ops.update({"seq": [], "dur_s": [], "t_s": []})
     seq = 0

@@ -40,6 +40,9 @@ def sim_changed(cfg, skip: tuple[str, ...] = ()) -> str | None:
 class TransportSpec:
     name: ClassVar[str]
     simulated: ClassVar[bool] = False  # every rank in one process under ppx.sim
+    # the process-group backend a Flight Recorder dump names (ppx/watch/flight_recorder.py):
+    # gloo's rendezvous semantics on gloo and on the simulator, nccl's on nccl
+    recorder_backend: ClassVar[str] = "gloo"
 
     def validate(self, cfg) -> None:
         """Raise ValueError (one line naming the key) when `cfg` cannot run on this transport."""
@@ -74,6 +77,7 @@ class Nccl(TransportSpec):
     """One GPU per rank: payloads over NCCL, headers and collectives over gloo (nccl.py)."""
 
     name = "nccl"
+    recorder_backend = "nccl"
 
     def validate(self, cfg) -> None:
         super().validate(cfg)
@@ -142,6 +146,7 @@ class Sim(TransportSpec):
 
 TRANSPORTS: dict[str, TransportSpec] = {s.name: s for s in (Gloo(), Nccl(), Sim())}
 SIM = Sim.name  # the simulator's transport (ppx.explore sets it)
+GLOO = Gloo.name
 
 
 def transport_spec(name: str) -> TransportSpec:
