@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 
 import pytest
 
@@ -40,3 +41,23 @@ def engine(tmp_path):
         return run_inproc(d, *overrides), d
 
     return _run
+
+
+@pytest.fixture
+def plant(tmp_path, monkeypatch):
+    """plant(body): every process spawned from now on runs `body` at start-up (a
+    sitecustomize on PYTHONPATH: a bug planted in real gloo ranks, engine.start_method=spawn)."""
+
+    def _plant(body: str) -> None:
+        d = tmp_path / "planted"
+        d.mkdir()
+        src = "import os\nif os.environ.get('PPX_PLANT') == '1':\n" + textwrap.indent(
+            textwrap.dedent(body), "    "
+        )
+        (d / "sitecustomize.py").write_text(src)
+        monkeypatch.setenv("PPX_PLANT", "1")
+        monkeypatch.setenv(
+            "PYTHONPATH", os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])
+        )
+
+    return _plant

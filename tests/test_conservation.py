@@ -9,8 +9,6 @@ on the simulator (in-process) and on real gloo ranks (a sitecustomize plant).
 
 from __future__ import annotations
 
-import os
-import textwrap
 import time
 
 import pytest
@@ -113,26 +111,11 @@ def test_sim_red_arms_end_lost_by_name_within_a_virtual_second(
     assert s["sim"]["virtual_s"] < 1.0, s["sim"]
 
 
-@pytest.fixture
-def planted(tmp_path, monkeypatch):
-    def _plant(src: str) -> None:
-        d = tmp_path / "planted"
-        d.mkdir()
-        body = "import os\nif os.environ.get('PPX_PLANT') == '1':\n" + textwrap.indent(src, "    ")
-        (d / "sitecustomize.py").write_text(body)
-        monkeypatch.setenv("PPX_PLANT", "1")
-        monkeypatch.setenv(
-            "PYTHONPATH", os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])
-        )
-
-    return _plant
-
-
 @pytest.mark.parametrize(
     "src,base", [(DROP_VOIDED_SRC, VOIDS), (FORGET_RESIDENTS_SRC, FLIPS)], ids=IDS
 )
-def test_gloo_red_arms_end_lost_on_real_ranks(engine, planted, src, base):
-    planted(src)
+def test_gloo_red_arms_end_lost_on_real_ranks(engine, plant, src, base):
+    plant(src)
     t0 = time.time()
     s, _ = engine(*on_gloo(base), "engine.start_method=spawn", "model=hash", "watch.max_run_s=60")
     assert s["verdict"] == "lost" and s["reason"].startswith("lost: rid "), s
@@ -161,8 +144,8 @@ def test_sim_a_pause_never_lifted_is_stalled_by_passes_or_by_virtual_time(
     assert s["sim"]["virtual_s"] < (10.0 if bound == "passes" else 4.0), s["sim"]
 
 
-def test_gloo_a_pause_never_lifted_is_stalled(engine, planted):
-    planted(PAUSE_FOREVER_SRC)
+def test_gloo_a_pause_never_lifted_is_stalled(engine, plant):
+    plant(PAUSE_FOREVER_SRC)
     s, _ = engine(
         "pp=2", "model=hash", "workload.num_requests=4", "engine.transport=gloo",
         "engine.start_method=spawn", "watch.max_run_s=60",

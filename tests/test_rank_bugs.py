@@ -11,9 +11,6 @@ teardown of ranks that ignore the shutdown.
 from __future__ import annotations
 
 import os
-import textwrap
-
-import pytest
 
 GLOO = ["+exp=micro_load", "engine.transport=gloo", "pp=2", "workload.num_requests=4"]
 # the plant runs at interpreter start-up, so each rank must be a fresh interpreter: a
@@ -55,25 +52,6 @@ NEVER_LEAVE = """
 
     RankLoop.run = run
 """
-
-
-@pytest.fixture
-def plant(tmp_path, monkeypatch):
-    """plant(body): every process spawned from now on runs `body` at start-up."""
-
-    def _plant(body: str) -> None:
-        d = tmp_path / "planted"
-        d.mkdir()
-        src = "import os\nif os.environ.get('PPX_PLANT') == '1':\n" + textwrap.indent(
-            textwrap.dedent(body), "    "
-        )
-        (d / "sitecustomize.py").write_text(src)
-        monkeypatch.setenv("PPX_PLANT", "1")
-        monkeypatch.setenv(
-            "PYTHONPATH", os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])
-        )
-
-    return _plant
 
 
 def test_an_exception_in_a_spawned_rank_is_crashed_naming_that_rank(engine, plant):
