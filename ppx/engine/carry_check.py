@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ppx.engine.carry import held_block
 from ppx.engine.model.factory import reference, stage_range
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ class CarryCheck:
     def first_difference(self, cache: KVCache, req: Req, target: str) -> str | None:
         """None when `req`'s rows in `cache` (the `target` layout) are what a fresh prefill
         writes; else one line naming the request, layer, head and position."""
-        from ppx.engine.carry import held_block
-
         if self.ref is None:
             self.ref = reference(self.cfg)
         d = self.ref.d

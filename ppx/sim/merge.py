@@ -74,9 +74,13 @@ def write(
         os.makedirs(d, exist_ok=True)
         path = os.path.abspath(os.path.join(d, "schedule.txt"))
         head = dict(config_name=config_name, config=ex.config)
-        shrunk = Schedule(digest, overrides, f.strategy, f.seed, f.verdict, f.choices, **head)
-        shrunk.reason = f.shrunk_reason or f.reason
-        save(path, shrunk)
+        why = f.shrunk_reason or f.reason  # the shrunk run's own reason (its step counts)
+        save(
+            path,
+            Schedule(
+                digest, overrides, f.strategy, f.seed, f.verdict, f.choices, **head, reason=why
+            ),
+        )
         save(
             os.path.join(d, "original.txt"),
             Schedule(

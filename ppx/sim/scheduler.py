@@ -258,6 +258,12 @@ class Scheduler:
             fp, self.fp = self.fp, None
             self.strategy.after_step(t.tid, fp)
 
+    def runnable(self) -> list[Task]:
+        """The tasks that could go on now (neither done nor killed, condition holding)."""
+        return [
+            t for t in self.tasks if not t.done and not t.killed and (t.pred is None or t.pred())
+        ]
+
     def blocked(self) -> dict[int, str]:
         """What each parked task waits for (the simulator's own blocked-on record)."""
         return {t.tid: t.label for t in self.tasks if not t.done}

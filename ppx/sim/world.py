@@ -141,16 +141,11 @@ class SimSupervisor(Supervisor):
         )
 
     def _runnable(self) -> str:
-        s = self.sched
-        ready = [t.name for t in s.tasks if not t.done and (t.pred is None or t.pred())]
-        return ", ".join(ready) or "none"
+        return ", ".join(t.name for t in self.sched.runnable()) or "none"
 
     def runnable_ranks(self) -> set[int]:
         """Ranks whose task could go on now (a stall, a bound, a stop: not a deadlock)."""
-        tasks = self.sched.tasks[: self.world]
-        return {
-            t.tid for t in tasks if not t.done and not t.killed and (t.pred is None or t.pred())
-        }
+        return {t.tid for t in self.sched.runnable() if t.tid < self.world}
 
     def _frontend(self) -> None:
         sched, d = self.sched, self.driver

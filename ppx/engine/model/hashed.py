@@ -183,9 +183,13 @@ class HashReference:
         self.w1, self.w2 = w1.tolist(), w2.tolist()
         self.affine = _compose(mix, 0, d.layers)
 
-    def next_ids(self, tokens: list[int]) -> torch.Tensor:
+    def prefix_hashes(self, tokens: list[int]) -> list[int]:
+        """g at every position: what a stage stores in v for the prefix ending there."""
         terms = [(t + 1) * w for t, w in zip(tokens, self.w1)]  # noqa: B905
-        g = [h % MOD for h in accumulate(terms)]
+        return [h % MOD for h in accumulate(terms)]
+
+    def next_ids(self, tokens: list[int]) -> torch.Tensor:
+        g = self.prefix_hashes(tokens)
         f = _read_hash(tokens, g, self.w2)
         a, b, c = self.affine
         vocab = self.d.vocab
@@ -195,7 +199,7 @@ class HashReference:
         """What a fresh prefill of `tokens` writes into the pool of a stage holding KV heads
         `heads`: [1, 2, L, H, head_dim] (the hash model keeps one KV layer per stage, so
         the layer range does not slice it)."""
-        g = [h % MOD for h in accumulate((t + 1) * w for t, w in zip(tokens, self.w1))]  # noqa: B905
+        g = self.prefix_hashes(tokens)
         k_tag, v_tag = head_tags(self.d.vocab, list(heads))
         out = torch.zeros(1, 2, len(tokens), len(heads), self.d.head_dim)
         out[0, 0, :, :, 0] = (torch.tensor(tokens, dtype=torch.int64)[:, None] + k_tag).float()
