@@ -63,6 +63,8 @@ class FlipControl:
         self.cutover_ms: list[float] = []
         self.retracted = 0
         self.reprefill_tokens = 0
+        self.flip_voided = 0  # batches in flight that a void-mode flip voided, over the run
+        self.to_void = 0  # batches in flight at this flip's announcement that it must void
         self.seam_tail = proto.of(SeamTail)
         self.tp_tail: list[int] = []  # rids the TP phase's last batch sampled a token for
         self.seam_tails_lost = 0
@@ -114,6 +116,7 @@ class FlipControl:
         self.announced_pass, self.announced_t = pass_id, self.clock()
         ctx.sched.pause()
         if self.inflight.voids_inflight:
+            self.to_void = ctx.sched.num_inflight
             for b in ctx.sched.inflight:
                 if b is not None:
                     b.flip_void = True
@@ -135,10 +138,23 @@ class FlipControl:
         passes later on every rank; the cutover happens at the end of that pass."""
         return self.announced_pass + self.ctx.num_slots - 1
 
+    def voided(self) -> None:
+        """A batch in flight at a void-mode announcement came back and was voided."""
+        self.flip_voided += 1
+        self.to_void -= 1
+
     def cutover(self, pass_id: int) -> None:
         ctx = self.ctx
         s = ctx.sched
         assert s.num_inflight == 0, f"rank{ctx.rank}: cutover with {s.num_inflight} slots in flight"
+        if self.to_void > 0:
+            # flip.inflight=void: each batch in flight at the announcement comes back before
+            # the cutover (the assert above); one that was not voided finished as under
+            # `drain`, so the run would be served with the design it names never run
+            ctx.stop(
+                f"flip void: {self.to_void} of the batches in flight at the announcement "
+                f"(pass {self.announced_pass}) were not voided by the cutover (pass {pass_id})"
+            )
         # every request mid-prefill: the continuations the pointer and the cells name, and any
         # a void parked outside them (engine.admission.void=keep)
         mid = s.continuations() + s.strays()
@@ -270,6 +286,7 @@ class FlipControl:
             "flips": self.flips,
             "retracted_at_flip": self.retracted,
             "reprefill_tokens": self.reprefill_tokens,
+            "flip_voided": self.flip_voided,
             "seam_tails_lost": self.seam_tails_lost,
             "flips_deferred": self.deferred,
             "readmits": self.churn.readmits,

@@ -117,7 +117,7 @@ class RankLoop:
         intake = Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if ctx.is_first else None
         self.intake = intake
         retract = retract_fault(cfg, a.rank)
-        results = Results(ctx, self.policy, intake, retract)
+        results = Results(ctx, self.policy, intake, retract, self.flip.voided)
         self.tp = TPPhase(ctx, self.policy, self.flip, intake, results.apply)
         ring, width = Ring.of(proto), proto.of(WidthCheck)
         self.steps = PassSteps(ctx, self.policy, self.flip, ring, width, intake, results, retract)

@@ -6,6 +6,7 @@ absorbs a void first; otherwise the output must be the one this rank expects for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ppx.core import Message, SlotBatch
@@ -25,14 +26,17 @@ class Results:
         policy: Policy,
         intake: Intake | None,
         retract: NoRetract | None = None,
+        on_flip_void: Callable[[], None] = lambda: None,
     ) -> None:
         self.ctx, self.policy, self.intake = ctx, policy, intake
         self.retract = retract or NoRetract()  # faults.retract_rid (rank 0), else inert
+        self.on_flip_void = on_flip_void  # the flip counts what it voided (FlipControl.voided)
 
     def apply(self, slot: int, batch: SlotBatch, msg: Message, p) -> None:
         ctx = self.ctx
         if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, re-queued
             ctx.sched.void(batch)
+            self.on_flip_void()
             return
         if self.policy.absorb(slot, batch, msg, p):
             return

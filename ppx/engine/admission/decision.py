@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from ppx.core import Flag, Kind, Message, Req, SlotBatch
+from ppx.core import POOL_SHORT, Flag, Kind, Message, Req, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.admission.base import Policy
 from ppx.engine.admission.follow import Follower
@@ -215,6 +215,7 @@ class DecisionPolicy(Policy):
         if ctx.is_first:  # the guard learns before the requests are re-offered
             self.guard.learn_void(obs, self.tokens_of)
             self.offer.voided({row[1] for row in obs})
+            self.check_capacity(obs, p)
         requeued = self.voids.void(self.sched, batch, first=ctx.is_first)
         self.n["voids"] += 1
         ctx.board.add(F.VOIDS)
@@ -235,8 +236,23 @@ class DecisionPolicy(Policy):
         if self.ctx.is_first:
             # the rows come in rank order from the all-reduced table; the rank itself is not
             # needed here, only the order (engine.guard.unit folds later rows of a rid)
-            self.guard.learn_void([[i, *row] for i, row in enumerate(obs)], self.tokens_of)
+            rows = [[i, *row] for i, row in enumerate(obs)]
+            self.guard.learn_void(rows, self.tokens_of)
+            self.check_capacity(rows, None)
             self.count_void(tuple(obs[0]), " (TP phase)", None, 0)
+
+    def check_capacity(self, obs: list[list[int]], p) -> None:
+        """Rank 0 admits against the smallest pool (the cache's `slack`, #1045), so a follower
+        never lacks room for what it is told: a retraction row that says POOL_SHORT means
+        rank 0's own accounting is wrong. It would be served anyway (the pass voids and is
+        offered again), so it is a stop, named, not a silent slowdown."""
+        for rank, rid, told, local in obs:
+            if local == POOL_SHORT:
+                self.ctx.stop(
+                    f"pool short: rank{rank} could not hold rid {rid} told {told}, though "
+                    "rank 0 admits against the smallest pool",
+                    p,
+                )
 
     def tokens_of(self, rid: int) -> list[int]:
         req = self.sched.reqs.get(rid)
