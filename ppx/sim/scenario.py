@@ -59,6 +59,7 @@ class Scenario:
     max_flips: int = 0
     inflight: str = "drain"
     continuation: str = "retract"  # flip.continuation: "survive" carries it across the cutover
+    due: str = "drained"  # flip.due: "clock" starts a due flip with a prompt mid-prefill
 
     def overrides(self, pp: int) -> list[str]:
         """The scenario as `key=value` overrides (what a replay command line carries)."""
@@ -99,6 +100,8 @@ class Scenario:
             ]
             if self.continuation != "retract":  # else the design's own (retract by default)
                 o.append(f"flip.continuation={self.continuation}")
+            if self.due != "drained":
+                o.append(f"flip.due={self.due}")
         return o
 
     def size(self) -> tuple:
@@ -115,9 +118,9 @@ def scenarios(base) -> st.SearchStrategy[Scenario]:
     travels, ranks and rids within the world and the workload."""
     pp = int(base.pp)
     decides = policy_of(base).decides
-    # the cutover's continuation is drawn only where the design leaves it at its default
-    # (a design that names flip.continuation is the design under test)
-    survive = pp >= 2 and base.flip.continuation == "retract"
+    # the cutover's continuation (and when a flip may start) is drawn only where the design
+    # leaves both at their defaults (a design that names them is the design under test)
+    survive = pp >= 2 and base.flip.continuation == "retract" and base.flip.due == "drained"
     return st.builds(_draw, st.data(), st.just(pp), st.just(decides), st.just(survive))
 
 
@@ -163,6 +166,10 @@ def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
             # flip.continuation=survive: a continuation carried un-retracted (carried_at_flip),
             # and in the one-slot TP plan the #959 guard's second_continuation_refusals
             kw["continuation"] = "survive"
+            # at flip.due=drained a flip waits for the prompt mid-prefill to finish, so there
+            # is never a continuation to carry: the stopwatch starts it mid-prefill
+            if d(st.booleans(), label="flip mid-prefill"):
+                kw["due"] = "clock"
     # faults.retract_rid with flips: a TP-phase follower meets the retracted rid with no row
     # probe (rank1 `admit_entry`: "not in deque"), a limit of the fault, not of a design
     if decides and not flips and d(st.booleans(), label="retraction"):
