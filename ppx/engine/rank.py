@@ -35,7 +35,7 @@ from ppx.engine.transport.base import Abandoned
 from ppx.engine.transport.registry import spec_of
 from ppx.protocol.continuations import Continuations
 from ppx.protocol.flip import StartPhase
-from ppx.protocol.ordering import parse_ordering
+from ppx.protocol.ordering import ordering_for
 from ppx.protocol.readiness import Readiness
 from ppx.protocol.registry import Protocol
 from ppx.protocol.told_scope import ToldScope
@@ -116,7 +116,8 @@ class RankLoop:
         results = Results(ctx, seams, intake, retract)
         self.tp = TPPhase(ctx, seams, proto, self.flip, intake, results)
         ring, width = Ring.of(proto), proto.of(WidthCheck)
-        ordering = parse_ordering(list(cfg.engine.ordering.steps))
+        o = cfg.engine.ordering  # this rank's steps: its per_rank list, or the shared one
+        ordering = ordering_for(list(o.steps), dict(o.per_rank), ctx.rank, ctx.world)
         self.steps = PassSteps(
             ctx, ordering, seams, self.flip, ring, width, intake, results, retract
         )
