@@ -85,6 +85,7 @@ class PassSteps:
         ctx = self.ctx
         if ctx.is_first:
             idle = ctx.sched.idle and not self.to_relay and not self.flip.draining
+            assert self.intake is not None, "rank 0 holds the intake"
             reqs, flags = self.intake.take(idle=idle)
             # only rank 0 reads the flip clock; the others learn the flip from this chain
             flags |= Flag.FLIP if self.flip.due(p.pass_id) else 0
@@ -152,7 +153,9 @@ class PassSteps:
                 return
             if not self.check_proxy(p, msg):
                 return
+            assert fi is not None, "a voided batch went down the void path above"
             fi.hidden = msg.tensors[0]
+        assert fi is not None, "rank 0 never launches a voided batch: it voids at the output"
         since = ctx.board.block(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1)
         out = ctx.model.forward(fi, ctx.cache.k, ctx.cache.v, ctx.cache.req_to_token)
         ctx.t.host_sync()  # sim.host_sync: a compute that waits for the device's NCCL work
@@ -189,6 +192,7 @@ class PassSteps:
     def check_proxy(self, p: PassState, msg: Message) -> bool:
         """The width check, on every proxy receive (engine.width_check)."""
         ctx, b = self.ctx, p.batch
+        assert b is not None, "a proxy is checked against a batch this rank formed"
         rows = int(msg.tensors[0].shape[0])
         theirs = msg.tensors[1].tolist()
         refused = self.width.refusal(ctx.rank, b)

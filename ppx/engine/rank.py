@@ -234,7 +234,9 @@ class KVLedger:
         return led
 
 
-def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[dict, RankLoop]:
+def serve(
+    a: RankArgs, open_t: Callable[[], Transport], board: Board
+) -> tuple[dict, RankLoop | None]:
     """Build the rank and run its loop to the end; returns its report (every failure is in
     it) and the loop. Shared by the rank process and the simulator's rank task."""
     rb = RankBoard(board, a.rank)

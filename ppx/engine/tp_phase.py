@@ -60,6 +60,7 @@ class TPPhase:
         head = torch.zeros(HEADER, dtype=torch.int64)
         entries = []
         if ctx.is_first:
+            assert self.intake is not None, "rank 0 holds the intake"
             reqs, flags = self.intake.take(idle=s.idle)
             if self.flip.due(pass_id):
                 flags |= Flag.FLIP
