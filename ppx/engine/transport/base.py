@@ -30,7 +30,8 @@ class Abandoned(BaseException):
 
 
 class Handle(Protocol):
-    def wait(self) -> None: ...
+    # `object`: torch's Work.wait returns a bool, the simulator's nothing; no caller reads it
+    def wait(self) -> object: ...
 
 
 class Transport:
