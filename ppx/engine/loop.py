@@ -142,9 +142,10 @@ class PassSteps:
 
     def log_admits(self, p: PassState) -> None:
         ctx = self.ctx
-        for rid, prefix in ctx.sched.admitted:
+        admitted = ctx.sched.moves.admitted
+        for rid, prefix in admitted:
             ctx.events.emit("admit", p.pass_id, p.slot, rid, ctx.epoch, f"prefix_len={prefix}")
-        ctx.sched.admitted.clear()
+        admitted.clear()
 
     def step_decision(self, p: PassState, step: Step) -> None:
         if step.part in ("", "recv"):
