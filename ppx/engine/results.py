@@ -6,7 +6,6 @@ absorbs a void first; otherwise the output must be the one this rank expects for
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ppx.core import Message, SlotBatch
@@ -14,7 +13,7 @@ from ppx.engine.board import F
 from ppx.engine.faults.retract import NoRetract
 
 if TYPE_CHECKING:
-    from ppx.engine.admission.base import Policy
+    from ppx.engine.admission.seams import Seams
     from ppx.engine.context import RankContext
     from ppx.engine.intake import Intake
 
@@ -23,22 +22,21 @@ class Results:
     def __init__(
         self,
         ctx: RankContext,
-        policy: Policy,
+        seams: Seams,
         intake: Intake | None,
         retract: NoRetract | None = None,
-        on_flip_void: Callable[[], None] = lambda: None,
     ) -> None:
-        self.ctx, self.policy, self.intake = ctx, policy, intake
+        self.ctx, self.intake = ctx, intake
+        self.returns, self.admission = seams.returns, seams.admission
         self.retract = retract or NoRetract()  # faults.retract_rid (rank 0), else inert
-        self.on_flip_void = on_flip_void  # the flip counts what it voided (FlipControl.voided)
 
     def apply(self, slot: int, batch: SlotBatch, msg: Message, p) -> None:
         ctx = self.ctx
         if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, re-queued
             ctx.sched.void(batch)
-            self.on_flip_void()
+            batch.flip_voided = True  # what the cutover checks (FlipControl.check_voided)
             return
-        if self.policy.absorb(slot, batch, msg, p):
+        if self.returns.absorb(slot, batch, msg, p):
             return
         tokens = msg.tensors[0].tolist() if msg.tensors else []
         finals = sum(e.final for e in batch.entries)
@@ -53,7 +51,7 @@ class Results:
         for req, tok in done:
             if req.finished:
                 ctx.board.add(F.FINISHED)
-                self.policy.on_served(req.rid)
+                self.admission.on_served(req.rid)
                 ctx.events.emit(
                     "finish",
                     p.pass_id if p else -1,
