@@ -48,8 +48,8 @@ class Stats:
 class ExhaustiveWalker(DfsWalker):
     """dfs.py's walker without bounds, with a visited set and the state graph."""
 
-    def __init__(self, reduce: str, cache: bool, fingerprint: Fingerprint | None) -> None:
-        super().__init__(0, reduce)
+    def __init__(self, sleep: bool, cache: bool, fingerprint: Fingerprint | None) -> None:
+        super().__init__(0, sleep)
         self.cache, self.fp = cache, fingerprint
         self.visited: dict[bytes, frozenset[int]] = {}  # state -> the sleep set it had
         self.graph: dict[bytes, dict[int, tuple[int, object]]] = {}  # -> tid: (mask, next)
