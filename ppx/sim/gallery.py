@@ -2,7 +2,7 @@
 exhaustive exploration at a small bound, one row per cell.
 
     python -m ppx.sim.gallery [--requests 2] [--max-new 1] [--cap 20000] [--budget-s 60]
-        [--match TEXT]
+        [--match TEXT] [--arm red|green]
 
 Each cell runs as the gallery composes it (its design switches, faults, flips), on the hash
 model and the idle clock, with the load cut to the bound (`--requests`, `--max-new`), for at
@@ -26,7 +26,7 @@ from ppx.config import ConfigError
 SKIP = ("logger=", "engine.transport=", "workload.max_new=")
 
 
-def cells(match: str | None) -> list[tuple[str, str, list[str]]]:
+def cells(match: str | None, arm: str | None = None) -> list[tuple[str, str, list[str]]]:
     from ppx.study.catalog import load_study
 
     study = load_study("incident_gallery")
@@ -34,7 +34,7 @@ def cells(match: str | None) -> list[tuple[str, str, list[str]]]:
     out = []
     for cell, label in zip(study.cells, study.labels, strict=True):
         name = label.get("incident", "?")
-        if match and match not in name:
+        if (match and match not in name) or (arm and label.get("arm") != arm):
             continue
         keep = {k: v for k, v in cell.items() if k not in ("model", "workload.num_requests")}
         out.append((name, label.get("arm", "?"), [*base, *(f"{k}={v}" for k, v in keep.items())]))
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=int, default=20000)
     ap.add_argument("--budget-s", type=float, default=60.0)
     ap.add_argument("--match", default=None)
+    ap.add_argument("--arm", choices=("red", "green"), default=None)
     args = ap.parse_args(argv)
     from ppx.sim.exhaustive_run import search
 
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
              f"explore.schedules={args.cap}", f"explore.budget_s={args.budget_s}"]  # fmt: skip
     print(f"{'cell':<40} {'arm':<6} {'verdict':<9} {'states':>7} {'trans':>7} {'wall_s':>7} "
           f"{'states/s':>9} {'trace':>6} {'depth':>5}  failure")  # fmt: skip
-    for name, arm, ov in cells(args.match):
+    for name, arm, ov in cells(args.match, args.arm):
         try:
             cfg = compose([*ov, *bound])
         except ConfigError as e:
