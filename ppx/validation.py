@@ -8,7 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ppx.config import ConfigError, PPXConfig
 from ppx.protocol import registry
-from ppx.protocol.ordering import has_decision_step, parse_ordering
+from ppx.protocol.ordering import check_per_rank, has_decision_step, parse_ordering
 from ppx.protocol.policy import policy_of
 
 
@@ -159,19 +159,25 @@ def validate(cfg: DictConfig) -> DictConfig:
 def validate_protocol(merged: DictConfig) -> None:
     """The ordering's steps, then every protocol switch: a value that names no design, or a
     design that cannot mean anything with the rest of the config (ppx/protocol/registry.py)."""
+    o = merged.engine.ordering
     try:
-        parse_ordering(list(merged.engine.ordering.steps))
+        parse_ordering(list(o.steps))
     except ValueError as e:
         raise ConfigError(f"engine.ordering.steps: {e}") from None
+    try:
+        check_per_rank(dict(o.per_rank))
+    except ValueError as e:
+        raise ConfigError(f"engine.ordering.{e}") from None
     why = registry.refusal(merged)
     if why is not None:
         raise ConfigError(why)
-    o, policy = merged.engine.ordering, policy_of(merged)
-    if policy.decides and not has_decision_step(list(o.steps)):
-        raise ConfigError(
-            f"engine/ordering={o.name} has no decision step, which "
-            f"engine/admission={policy.name} needs (try engine/ordering=decision_first)"
-        )
+    policy = policy_of(merged)
+    for key, steps in [("", o.steps), *((f" in per_rank.{k}", v) for k, v in o.per_rank.items())]:
+        if policy.decides and not has_decision_step(list(steps)):
+            raise ConfigError(
+                f"engine/ordering={o.name} has no decision step{key}, which "
+                f"engine/admission={policy.name} needs (try engine/ordering=decision_first)"
+            )
 
 
 def validate_explore(merged: DictConfig) -> None:

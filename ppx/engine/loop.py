@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from ppx.core import Flag, Kind, Message, SlotBatch, StopRun
-from ppx.engine.board import F, Op
+from ppx.engine.board import ALL_PEERS, F, Op
 from ppx.engine.codec import chain_message, decode_requests
 from ppx.engine.faults.retract import NoRetract
 from ppx.protocol.ordering import Step
 
 if TYPE_CHECKING:
-    from ppx.engine.admission.base import Policy
+    from ppx.engine.admission.seams import Seams
     from ppx.engine.context import RankContext
     from ppx.engine.flip import FlipControl
     from ppx.engine.intake import Intake
@@ -47,7 +47,8 @@ class PassSteps:
     def __init__(
         self,
         ctx: RankContext,
-        policy: Policy,
+        ordering: list[Step],
+        seams: Seams,
         flip: FlipControl,
         ring: Ring,
         width: WidthCheck,
@@ -55,7 +56,9 @@ class PassSteps:
         results: Results,
         retract: NoRetract | None = None,
     ) -> None:
-        self.ctx, self.policy, self.flip, self.ring, self.width = ctx, policy, flip, ring, width
+        self.ctx, self.flip, self.ring, self.width = ctx, flip, ring, width
+        self.ordering = ordering  # engine.ordering: this rank's steps, in order
+        self.admission, self.returns = seams.admission, seams.returns
         self.intake, self.results = intake, results
         self.retract = retract or NoRetract()  # faults.retract_rid, else inert
         self.sampled: dict[int, torch.Tensor] = {}  # last rank: pass_id -> its sampled tokens
@@ -70,11 +73,14 @@ class PassSteps:
             "output": self.step_output,
             "lap": self.step_lap,
             "flush": self.step_flush,
+            "collective": self.step_collective,
+            "group": self.step_group,
         }
+        self.collectives = 0  # this rank's count of pass collectives: the record's seq
 
-    def run(self, p: PassState, steps: list[Step]) -> None:
+    def run(self, p: PassState) -> None:
         table = self.table
-        for step in steps:
+        for step in self.ordering:
             table[step.name](p, step)
 
     # -- chain ----------------------------------------------------------------------------
@@ -82,6 +88,7 @@ class PassSteps:
         ctx = self.ctx
         if ctx.is_first:
             idle = ctx.sched.idle and not self.to_relay and not self.flip.draining
+            assert self.intake is not None, "rank 0 holds the intake"
             reqs, flags = self.intake.take(idle=idle)
             # only rank 0 reads the flip clock; the others learn the flip from this chain
             flags |= Flag.FLIP if self.flip.due(p.pass_id) else 0
@@ -117,7 +124,7 @@ class PassSteps:
 
     # -- schedule / decision --------------------------------------------------------------
     def step_schedule(self, p: PassState, step: Step) -> None:
-        self.policy.schedule(p)
+        self.admission.schedule(p)
         p.scheduled = True
         self.log_admits(p)
 
@@ -129,10 +136,10 @@ class PassSteps:
 
     def step_decision(self, p: PassState, step: Step) -> None:
         if step.part in ("", "recv"):
-            self.policy.recv_decision(p)
+            self.admission.recv_decision(p)
             self.log_admits(p)
         if step.part in ("", "send"):
-            self.policy.send_decision(p)
+            self.admission.send_decision(p)
         if step.flush:
             self.ctx.ch.flush([Kind.DECISION], p.pass_id)
 
@@ -149,7 +156,9 @@ class PassSteps:
                 return
             if not self.check_proxy(p, msg):
                 return
+            assert fi is not None, "a voided batch went down the void path above"
             fi.hidden = msg.tensors[0]
+        assert fi is not None, "rank 0 never launches a voided batch: it voids at the output"
         since = ctx.board.block(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1)
         out = ctx.model.forward(fi, ctx.cache.k, ctx.cache.v, ctx.cache.req_to_token)
         ctx.t.host_sync()  # sim.host_sync: a compute that waits for the device's NCCL work
@@ -186,6 +195,7 @@ class PassSteps:
     def check_proxy(self, p: PassState, msg: Message) -> bool:
         """The width check, on every proxy receive (engine.width_check)."""
         ctx, b = self.ctx, p.batch
+        assert b is not None, "a proxy is checked against a batch this rank formed"
         rows = int(msg.tensors[0].shape[0])
         theirs = msg.tensors[1].tolist()
         refused = self.width.refusal(ctx.rank, b)
@@ -276,12 +286,39 @@ class PassSteps:
         void = Message(
             Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[none, obs]
         )
-        self.policy.absorb(p.slot, b, void, p)
+        self.returns.absorb(p.slot, b, void, p)
 
     # -- lap / flush ----------------------------------------------------------------------
     def step_lap(self, p: PassState, step: Step) -> None:
-        self.policy.lap(p, step.block)
+        self.returns.lap(p, step.block)
 
     def step_flush(self, p: PassState, step: Step) -> None:
         kinds = [Kind[k.upper()] for k in step.kinds] or None
         self.ctx.ch.flush(kinds, p.pass_id)
+
+    # -- steps of protocols ppx was not built from ---------------------------------------
+    def step_collective(self, p: PassState, step: Step) -> None:
+        """A world collective placed in the pass: every rank enters it, so a rank blocked on
+        a peer's point-to-point send (which that peer issues after the collective) wedges the
+        group. Its blocked-on record names every peer, so the wait-for graph sees the cycle."""
+        ctx, t = self.ctx, self.ctx.t
+        self.collectives += 1
+        since = ctx.board.block(Op.COLLECTIVE, ALL_PEERS, 0, p.slot, p.pass_id, self.collectives)
+        one = torch.ones(1, dtype=torch.int64)
+        if step.op == "all_reduce":
+            t.all_reduce(one)
+        elif step.op == "all_gather":
+            t.all_gather(one)
+        elif step.op == "broadcast":
+            t.broadcast(one, 0)
+        else:
+            t.barrier()
+        ctx.board.unblock(Op.COLLECTIVE, ALL_PEERS, 0, p.slot, p.pass_id, self.collectives, since)
+
+    def step_group(self, p: PassState, step: Step) -> None:
+        """The inner steps issued as one transport group (NCCL's ncclGroupStart/End: the
+        sends and receives inside start together, none completes before the group ends)."""
+        table = self.table
+        with self.ctx.t.group():
+            for inner in step.steps:
+                table[inner.name](p, inner)

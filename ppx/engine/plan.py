@@ -19,7 +19,7 @@ from ppx.engine.conservation import Conservation
 from ppx.engine.context import Plan
 from ppx.engine.kernels.registry import get_kernels
 from ppx.engine.model.factory import build_stage, eos_ids, model_key
-from ppx.engine.model.llama import StageModel
+from ppx.engine.model.stage import Stage
 from ppx.engine.scheduler import Scheduler
 from ppx.engine.shapes import dims_of, pool_sizes
 from ppx.engine.tp_phase import all_reducer
@@ -54,11 +54,11 @@ class Planner:
         self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
         self.kernels = get_kernels(cfg.engine.kernels.name, device)
         self.pools = pool_sizes(cfg)
-        self.models: dict[str, StageModel] = {}
+        self.models: dict[str, Stage] = {}
         self.eos = eos_ids(cfg)
         self.hosts: dict[str, HostTier] = {}
 
-    def _model(self, phase: str) -> StageModel:
+    def _model(self, phase: str) -> Stage:
         ctx, cfg = self.ctx, self.ctx.cfg
         key = (phase, ctx.rank, ctx.world, model_key(cfg), cfg.engine.kernels.name, self.device)
         if phase not in self.models and self.shared is not None and key in self.shared:

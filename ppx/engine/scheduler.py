@@ -115,7 +115,9 @@ class Scheduler(Cells):
             for r in slot:
                 out.setdefault(r.rid, f"slot {s}")
         for b in self.inflight:
-            for e in b.entries if b is not None else ():
+            if b is None:
+                continue
+            for e in b.entries:
                 out.setdefault(e.rid, f"the pass in flight on slot {b.slot}")
         for r in self.strays():
             out.setdefault(r.rid, "a resident with no cell")
@@ -143,12 +145,13 @@ class Scheduler(Cells):
         cost = 0
         while node is not tree.root:
             cost += len(node.value) if node.lock == 0 else 0
-            node = node.parent
+            node = node.up()
         return cost
 
     def candidates(self) -> list[Req]:
         """Prefill candidates in order: the chunked continuation first, then FIFO."""
-        head = [self.cont()] if self.cont() is not None else []
+        cont = self.cont()
+        head = [cont] if cont is not None else []
         return head + (list(reversed(self.waiting)) if self.lifo else list(self.waiting))
 
     def admit_entry(self, req: Req, prefix_len: int, budget: int) -> Entry | None:
@@ -218,6 +221,7 @@ class Scheduler(Cells):
     def apply_output(self, slot: int, tokens: list[int]) -> list[tuple[Req, int]]:
         """Results for the slot's batch came back: append tokens, pin, finish."""
         batch = self.inflight[slot]
+        assert batch is not None, f"output for slot {slot}, which has no batch in flight"
         self.inflight[slot] = None
         finals = [e for e in batch.entries if e.final]
         assert len(finals) == len(tokens), f"output width {len(tokens)} != {len(finals)}"

@@ -13,6 +13,11 @@ retracts on a pending load and the guard defers it (#944), a design of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ppx.core import Req
+    from ppx.protocol.views import CacheView, SchedulerView
 
 PENDING = -1  # the rank's load-back is under way: no number
 CONTRADICTION = -2  # the rank's load terminated short of what it began: no number either
@@ -34,6 +39,13 @@ def _sure(row: tuple[int, int] | None) -> int:
     return row[0] if p is None else p
 
 
+def _terminated(row: tuple[int, int]) -> int:
+    """The presence of a row known to be neither PENDING nor CONTRADICTION (fold checked)."""
+    p = presence(*row)
+    assert p is not None, f"row {row} folded as terminated but carries a sentinel"
+    return p
+
+
 def fold(rows: dict[int, tuple[int, int]], followers: list[int]) -> tuple[int, int, int]:
     """The followers' rows for one rid as the three numbers the lap's header carries home:
     (CONTRADICTION, rank, matched) | (PENDING, sure floor, mask of silent/pending ranks) |
@@ -44,7 +56,7 @@ def fold(rows: dict[int, tuple[int, int]], followers: list[int]) -> tuple[int, i
     waiting = [r for r in followers if r not in rows or rows[r][1] == PENDING]
     if waiting:
         return PENDING, min(_sure(rows.get(r)) for r in followers), sum(1 << r for r in waiting)
-    return COMPLETE, min(presence(*rows[r]) for r in followers), 0  # type: ignore[type-var]
+    return COMPLETE, min(_terminated(rows[r]) for r in followers), 0
 
 
 @dataclass(frozen=True)
@@ -153,7 +165,7 @@ class Carrier:
         self.first_defer.pop(rid, None)
 
     # -- followers --------------------------------------------------------------------------
-    def stamp(self, sched, rid: int) -> list[list[int]]:
+    def stamp(self, sched: SchedulerView, rid: int) -> list[list[int]]:
         """This follower's row for the rid rank 0 asks about: looking it up starts its
         load-back here too (the log's same re-admission prefetch on every rank)."""
         req = sched.reqs.get(rid)
@@ -162,7 +174,7 @@ class Carrier:
         self.n["stamps"] += 1
         return [[self.rank, rid, *self.measure(sched.cache, req)]]
 
-    def measure(self, cache, req) -> tuple[int, int]:
+    def measure(self, cache: CacheView, req: Req) -> tuple[int, int]:
         local, matched = cache.match(req.tokens), cache.tree_match(req.tokens)
         host, key = cache.host, tuple(req.tokens[: matched + 1])
         if local < 0:

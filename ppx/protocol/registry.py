@@ -184,7 +184,9 @@ class Protocol:
             self.chosen[_base(cls)] = cls(cfg)
 
     def of(self, base: type[V]) -> V:
-        return self.chosen[base]  # type: ignore[return-value]
+        chosen = self.chosen[base]
+        assert isinstance(chosen, base), f"{type(chosen).__name__} filed under {base.__name__}"
+        return chosen
 
     def counters(self) -> dict[str, int]:
         out: dict[str, int] = {}
