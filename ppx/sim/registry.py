@@ -70,7 +70,7 @@ STRATEGIES: dict[str, StrategyKind] = {
     for k in (
         StrategyKind(
             "random", "uniform among the runnable tasks, seeded", member=True, draw=_random
-        ),  # fmt: skip
+        ),
         StrategyKind(
             "pct",
             "probabilistic concurrency testing (priorities, change points)",
@@ -78,21 +78,21 @@ STRATEGIES: dict[str, StrategyKind] = {
             draw=_pct,
             calibrates=True,
             one_run=_one_pct,
-        ),  # fmt: skip
+        ),
         StrategyKind(
             "dfs", "bounded tree walk with a delay bound (dfs.py)", member=True, walk=True
-        ),  # fmt: skip
+        ),
         StrategyKind(
             "portfolio",
             "the members of explore.portfolio, schedule i by member i mod M",
             portfolio=True,
-        ),  # fmt: skip
+        ),
         StrategyKind(
             "replay", "the choices of a saved schedule", explores=False, one_run=_one_replay
-        ),  # fmt: skip
+        ),
         StrategyKind(
             "exhaustive", "every interleaving, no bound, state caching", walk=True, exhaustive=True
-        ),  # fmt: skip
+        ),
     )
 }
 REDUCTIONS: dict[str, Reduction] = {
