@@ -4,7 +4,8 @@ shortest trace of each failure (replayed to check it), and the counts behind the
 Verdict: `refuted` when some schedule fails (each failure key saved with its shortest
 trace, replayable as every failure is), `verified` when the walk was exhausted and every
 schedule served, `unknown` when `explore.schedules` runs ended the walk first (the bound it
-reached is in the counts: runs, states, depth); so does `explore.budget_s` of wall time.
+reached is in the counts: runs, states, depth); so does `explore.budget_s` of wall time,
+looked at before every new state (a run is cut there, and the walk ends).
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ def search(cfg, echo=print, log=None) -> Exploration:
     found: dict[str, tuple[int, list]] = {}  # failure key -> (first row, its choices)
     runs: dict[int, list] = {}  # failing row -> its choices
     cap, batch, budget = int(x.schedules), int(x.batch), float(x.budget_s)
-    while not walker.exhausted and len(rows) < cap:
-        if budget and time.perf_counter() - t0 > budget:
-            break  # `unknown`, with the bound reached (states, depth) in the counts
+    # past the budget, the walk ends `unknown`, with the bound reached (states, depth)
+    walker.deadline = t0 + budget if budget else None
+    while not walker.exhausted and len(rows) < cap and not walker.out_of_time:
         res = runner.run(walker.strategy())
         if res is None:
             walker.record_end(None)

@@ -29,3 +29,6 @@ def test_a_wall_budget_ends_the_walk_unknown(tmp_path):
     cut = explore_in(tmp_path / "cut", *SMALL, "explore.budget_s=1e-9")
     assert not cut.dfs["exhausted"] and cut.dfs["verdict"] == "unknown"
     assert cut.dfs["states"] < whole.dfs["states"]
+    # the budget is looked at inside a run too: the first run is cut, not run to its end
+    # (a stall's single run of 8,000 steps outlasted a 20 s budget by 180 s)
+    assert cut.dfs["runs"] == 0 and whole.dfs["runs"] > 0
