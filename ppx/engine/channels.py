@@ -23,9 +23,9 @@ import torch
 from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
 from ppx.engine.transport.base import Transport
+from ppx.header import MAX_AUX
 
 MAX_TENSORS = 4
-MAX_AUX = 4
 _META = 4  # dtype, d0, d1, d2 per tensor
 HEADER_LEN = 8 + MAX_AUX + MAX_TENSORS * _META
 _DTYPES = [torch.int64, torch.float32, torch.bfloat16, torch.float16, torch.int32]

@@ -11,8 +11,9 @@ strategy, the width check and the result applier; they read no switch themselves
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ppx.engine.intake import Intake
     from ppx.engine.results import Results
     from ppx.engine.ring import Ring
+    from ppx.protocol.axis import Variant
     from ppx.protocol.width_check import WidthCheck
 
 
@@ -77,6 +79,16 @@ class PassSteps:
             "group": self.step_group,
         }
         self.collectives = 0  # this rank's count of pass collectives: the record's seq
+
+    def hook_designs(self, designs: Iterable[Variant]) -> None:
+        """The pass steps the chosen designs add (Variant.pass_steps): an ordering names them
+        like the built-in ones, and the pass runs the design's `run_step` there."""
+        for design in designs:
+            for name in type(design).pass_steps:
+                self.table[name] = partial(self._design_step, design, name)
+
+    def _design_step(self, design: Variant, name: str, p: PassState, step: Step) -> None:
+        design.run_step(name, self.ctx, p)
 
     def run(self, p: PassState) -> None:
         table = self.table
@@ -130,9 +142,10 @@ class PassSteps:
 
     def log_admits(self, p: PassState) -> None:
         ctx = self.ctx
-        for rid, prefix in ctx.sched.admitted:
+        admitted = ctx.sched.moves.admitted
+        for rid, prefix in admitted:
             ctx.events.emit("admit", p.pass_id, p.slot, rid, ctx.epoch, f"prefix_len={prefix}")
-        ctx.sched.admitted.clear()
+        admitted.clear()
 
     def step_decision(self, p: PassState, step: Step) -> None:
         if step.part in ("", "recv"):

@@ -45,11 +45,12 @@ class Step:
     steps: tuple[Step, ...] = ()  # group: the steps issued inside it
 
 
-def _step(item: object) -> Step:
+def _step(item: object, extra: tuple[str, ...] = ()) -> Step:
     spec = {"step": item} if isinstance(item, str) else dict(item)  # type: ignore[call-overload]
     name, _, part = str(spec.pop("step")).partition(".")
-    if name not in STEPS or part not in ("", "send", "recv") or part and name != "decision":
-        raise ValueError(f"unknown ordering step {item!r}; steps are {', '.join(STEPS)}")
+    known = STEPS + extra  # extra: the pass steps designs add (registry.pass_steps)
+    if name not in known or part not in ("", "send", "recv") or part and name != "decision":
+        raise ValueError(f"unknown ordering step {item!r}; steps are {', '.join(known)}")
     unknown = set(spec) - {"block", "flush", "kinds", "op", "steps"}
     if unknown:
         raise ValueError(f"ordering step {item!r}: unknown option(s) {sorted(unknown)}")
@@ -80,9 +81,10 @@ def flat(steps: list[Step]) -> list[Step]:
     return [x for s in steps for x in (s.steps if s.name == "group" else (s,))]
 
 
-def parse_ordering(steps: list) -> list[Step]:
-    """Steps are strings (`chain`, `decision.send`) or maps (`{step: lap, block: true}`)."""
-    out = [_step(item) for item in steps]
+def parse_ordering(steps: list, extra: tuple[str, ...] = ()) -> list[Step]:
+    """Steps are strings (`chain`, `decision.send`) or maps (`{step: lap, block: true}`);
+    `extra`: the step names designs add."""
+    out = [_step(item, extra) for item in steps]
     names = [s.name for s in flat(out)]
     for required in REQUIRED:
         if required not in names:
@@ -99,25 +101,27 @@ def rank_key(per_rank: dict, rank: int, world: int) -> str | None:
     return None
 
 
-def check_per_rank(per_rank: dict) -> None:
+def check_per_rank(per_rank: dict, extra: tuple[str, ...] = ()) -> None:
     for key in per_rank:
         if not (str(key).isdigit() or key in POSITIONS or key in PARITIES):
             raise ValueError(
                 f"per_rank key {key!r}: a rank number, {', '.join(POSITIONS + PARITIES)}"
             )
         try:
-            parse_ordering(list(per_rank[key]))
+            parse_ordering(list(per_rank[key]), extra)
         except ValueError as e:
             raise ValueError(f"per_rank.{key}: {e}") from None
 
 
-def ordering_for(steps: list, per_rank: dict, rank: int, world: int) -> list[Step]:
+def ordering_for(
+    steps: list, per_rank: dict, rank: int, world: int, extra: tuple[str, ...] = ()
+) -> list[Step]:
     """This rank's ordering: its `per_rank` list, or the shared `steps`."""
     key = rank_key(per_rank, rank, world)
-    return parse_ordering(list(per_rank[key] if key is not None else steps))
+    return parse_ordering(list(per_rank[key] if key is not None else steps), extra)
 
 
-def has_decision_step(steps: list) -> bool:
+def has_decision_step(steps: list, extra: tuple[str, ...] = ()) -> bool:
     """A decision policy needs the whole decision step, or both of its halves."""
-    parts = {(s.name, s.part) for s in flat(parse_ordering(steps))}
+    parts = {(s.name, s.part) for s in flat(parse_ordering(steps, extra))}
     return bool({("decision", "")} & parts) or {("decision", "send"), ("decision", "recv")} <= parts

@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ppx.core import Kind
+from ppx.header import declare
+
 if TYPE_CHECKING:
     from ppx.core import Req
     from ppx.protocol.views import CacheView, SchedulerView
@@ -94,6 +97,10 @@ def decide(
     if short_defers and not expired:
         return Verdict("defer", 0, f"group floor {a} < want {want}")
     return Verdict("clamp", a, f"group floor {a} < want {want}")
+
+
+# the decision's fourth word: the rid rank 0 asks the followers about (#1175)
+FLOOR_QUERY = declare(Kind.DECISION, "floor_query", "engine.admission.prefetch_floor")
 
 
 def query_code(rid: int, owed: bool) -> int:

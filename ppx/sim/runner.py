@@ -100,7 +100,7 @@ class Runner:
             "verdict": verdict,
             "reason": reason,
             "cycle": cycle,
-            "tokens": sup.driver.tokens,
+            "tokens": sup.driver.stream.tokens,
             "served": sup.driver.count("served"),
             "tokens_checked": checked,
             "steps": out["sim"]["steps"],

@@ -118,7 +118,7 @@ class SimSupervisor(Supervisor):
         """Requests outstanding and no token committed for watch.progress_stall_s of virtual
         time: `stalled` (rank 0's engine.stall_passes usually names it first, in passes)."""
         d, now = self.driver, self.sched.now
-        sig = (d.tokens, d.active)
+        sig = (d.stream.tokens, d.active)
         if sig != self._progress or d.active == 0:
             self._progress, self._progress_t = sig, now
             return None

@@ -38,7 +38,7 @@ class KVCache:
         device: str = "cpu",
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        self.pool_tokens, self.max_context = pool_tokens, max_context
+        self.pool_tokens = pool_tokens
         shape = (pool_tokens, kv_heads, head_dim)
         self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]

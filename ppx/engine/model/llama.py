@@ -37,9 +37,7 @@ class StageModel:
         src = source if source is not None else W.RandomWeights(d, seed)
         self.d, self.k, self.device, self.dtype = d, kernels, device, dtype
         self.first_layer, self.last_layer = first_layer, last_layer
-        self.is_first, self.is_last = first_layer == 0, last_layer == d.layers
         self.tp_size, self.all_reduce = tp_size, all_reduce
-        self.local_heads, self.local_kv_heads = d.heads // tp_size, d.kv_heads // tp_size
 
         def placed(t: torch.Tensor) -> torch.Tensor:
             return t.to(device=device, dtype=dtype)
@@ -54,6 +52,23 @@ class StageModel:
             self.final_norm, self.lm_head = placed(norm), placed(lm)
         self.weight_bytes = sum(t.numel() * t.element_size() for t in self.tensors())
         self.bytes_read = src.bytes_read  # what building this stage read from disk
+
+    @property
+    def is_first(self) -> bool:
+        return self.first_layer == 0
+
+    @property
+    def is_last(self) -> bool:
+        return self.last_layer == self.d.layers
+
+    @property
+    def local_heads(self) -> int:
+        """Query heads on this rank (its TP shard; every head in the PP phase)."""
+        return self.d.heads // self.tp_size
+
+    @property
+    def local_kv_heads(self) -> int:
+        return self.d.kv_heads // self.tp_size
 
     def tensors(self) -> list[torch.Tensor]:
         out = [t for w in self.layers for t in w.values()]
