@@ -24,8 +24,9 @@ from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
 from ppx.frontend.make import make_workload
+from ppx.sim.registry import one_run_strategy
 from ppx.sim.scheduler import CLOCK, DONE, Scheduler
-from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
+from ppx.sim.strategy import ReplayStrategy
 from ppx.supervisor import METRICS_EVERY_S, Supervisor, first_failure
 from ppx.watch import postmortem
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
@@ -89,17 +90,6 @@ class SimBoard(Board):
         return int(self.sched.now * 1e9)
 
 
-def make_strategy(x, num_tasks: int):
-    """The strategy of one run from the `explore` config (dfs runs come from ppx.explore)."""
-    if x.strategy == "pct":  # horizon 0 is the explorer's calibration: a run has none
-        return PctStrategy(int(x.seed), int(x.depth), num_tasks, int(x.horizon) or 20000)
-    if x.strategy == "replay" or x.replay:
-        from ppx.sim.schedule import load
-
-        return ReplayStrategy(load(x.replay).choices)
-    return RandomStrategy(int(x.seed))
-
-
 class SimSupervisor(Supervisor):
     """`run_dir=None` keeps nothing on disk (the explorer's runs): only the outcome."""
 
@@ -110,14 +100,14 @@ class SimSupervisor(Supervisor):
         # what the explorer builds once for all its schedules: the typed config, the models
         self.typed, self.models = typed, models
         x = cfg.explore
-        self.strategy = strategy or make_strategy(x, self.world + 1)
+        self.strategy = strategy or one_run_strategy(x, self.world + 1)
         self.sched = Scheduler(
             self.strategy,
             float(x.step_us) * 1e-6,
             int(x.max_steps),
             float(cfg.watch.max_run_s),
             str(x.get("clock", "step")),
-            footprints=hasattr(self.strategy, "after_step"),
+            footprints=self.strategy.watches_steps,
         )
         self.sched.watch = self._progress_watch
         self.stall_s = float(cfg.watch.progress_stall_s)
