@@ -71,3 +71,38 @@ def test_loading_slots_are_in_the_ledger_while_pending():
     assert c.match(list(range(1, 13)) + [7]) == 12
     led = c.ledger()  # landed: the slots moved from the load to the tree
     assert led["prefetch"] == 0 and led["num_violations"] == 0
+
+
+# -- a load that lands the instant it starts (found by the scenario explorer) -----------------
+# rank 2's host link is 0 ms: the load-back its match starts has landed at once, so it can no
+# longer be cancelled, yet it is not in the tree until the next match lands it. Counted
+# nowhere, its 32 slots left rank 2 short of what rank 0 admitted against the same pool: the TP
+# phase stopped (`cannot execute`), the PP phase ran short of pool (`pool short`).
+LANDED = [
+    "pp=3", "engine/admission=decision", "engine/ordering=decision_first", "engine/guard=rid",
+    "workload.num_requests=2", "workload.num_prefixes=1", "workload.prefix_len=40",
+    "workload.prompt_min=1", "workload.prompt_max=1", "workload.max_new=4",
+    "workload.concurrency=1", "engine.chunk_size=32", "engine.kv.pool_tokens=64",
+    "faults.pool_rank=1", "faults.pool_tokens=96", "engine.kv.host_tier=true",
+    "engine.kv.prefetch_ms=[20.0,0.0,0.0]", "faults.delay_kind=chain", "faults.delay_rank=0",
+    "faults.delay_s=0.005", "flip.enabled=true", "flip.every_s=0.0", "flip.every_passes=7",
+    "flip.inflight=drain", "engine.transport=sim", "model=hash",
+]  # fmt: skip
+
+
+def _can_admit_before_the_fix(self, need: int) -> bool:
+    if self.available < need and self.host is not None and self.host.loading:
+        self.free += self.host.cancel_all()
+    return bool(self.free_rows) and self.available >= need
+
+
+def test_red_a_load_landed_this_instant_leaves_a_follower_short(engine, monkeypatch):
+    monkeypatch.setattr(KVCache, "can_admit", _can_admit_before_the_fix)
+    s, _ = engine(*LANDED)
+    assert s["verdict"] == "stopped"
+    assert s["reason"] == "TP phase: rank2 cannot execute rid=1 prefix_len=0 extend_len=32"
+
+
+def test_green_a_landed_load_joins_the_tree_before_an_admission_is_judged(engine):
+    s, _ = engine(*LANDED)
+    assert s["verdict"] == "served" and s["served"] == 2 and s["oracle_mismatches"] == 0, s

@@ -65,7 +65,13 @@ class Channels:
     """Per-rank endpoint. Sends are isends completed lazily by `flush`; receives block."""
 
     def __init__(
-        self, rank: int, world: int, transport: Transport, board: RankBoard, device: str = "cpu"
+        self,
+        rank: int,
+        world: int,
+        transport: Transport,
+        board: RankBoard,
+        device: str = "cpu",
+        readiness_budget_s: float | None = None,
     ) -> None:
         self.rank, self.world, self.t, self.board, self.device = (
             rank,
@@ -84,7 +90,8 @@ class Channels:
         # (dst, kind) -> seq of the last message sent with a payload (flush's rendezvous
         # target on a transport whose sends do not wait for the peer: nccl)
         self.payload_seq: dict[tuple[int, int], int] = {}
-        self.readiness_budget_s: float | None = None
+        # engine.readiness: how long a receive waits for evidence its message was sent
+        self.readiness_budget_s = readiness_budget_s
 
     # -- send side -----------------------------------------------------------------------
     def send(self, dst: int, msg: Message) -> None:

@@ -20,7 +20,7 @@ from ppx.engine.admission import make_seams
 from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.conservation import Conservation
 from ppx.engine.context import RankContext
-from ppx.engine.faults.channels import FaultyChannels, channels_for
+from ppx.engine.faults.channels import channels_for
 from ppx.engine.faults.retract import retract_fault
 from ppx.engine.faults.tree import tree_drop
 from ppx.engine.flip import FlipControl
@@ -92,11 +92,11 @@ class RankLoop:
         # cross via the host
         device = spec_of(cfg).rank_device(cfg, t)
         self.proto = proto = Protocol(cfg)  # the designs this rank runs (ppx/protocol)
-        ch = channels_for(a.rank, a.world, t, rb, device, cfg)
-        ch.readiness_budget_s = proto.of(Readiness).budget_s()
+        budget = proto.of(Readiness).budget_s()
+        # a fault that needs the scheduler asks for the current plan's (a flip replaces it),
+        # through the context built next: the lambda reads `ctx` when called, never before
+        ch = channels_for(a.rank, a.world, t, rb, device, cfg, budget, lambda: ctx.sched)
         self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
-        if isinstance(ch, FaultyChannels):
-            ch.sched_of = lambda: ctx.sched
         self.t, self.events = t, events
         self.debug = _debug()
         self.drop_tree = tree_drop(cfg, a.rank)  # faults.drop_rank: a rank-local cache loss

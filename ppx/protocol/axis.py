@@ -10,7 +10,10 @@ the variant the config chose (`ppx.protocol.registry.Protocol`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import RankView
 
 
 def select(cfg: Any, key: str) -> Any:
@@ -81,7 +84,7 @@ class Variant:
     # like the built-in ones); the pass runs `run_step` at each, with no loop edit
     pass_steps: ClassVar[tuple[str, ...]] = ()
 
-    def run_step(self, name: str, ctx: Any, p: Any) -> None:
+    def run_step(self, name: str, ctx: RankView, p: Any) -> None:
         """Run this design's pass step `name` for pass `p` (its slot, pass_id, batch)."""
         raise NotImplementedError(f"{self.switch()} declares no pass step {name!r}")
 

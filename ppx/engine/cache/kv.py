@@ -73,6 +73,13 @@ class KVCache:
 
     def can_admit(self, need: int) -> bool:
         if self.available < need and self.host is not None and self.host.loading:
+            # a load that has landed joins the tree first (its slots become evictable): one
+            # that landed this very instant (a 0 ms host link) can no longer be cancelled and
+            # is not in the tree yet, so its slots counted nowhere and a follower told 0
+            # could not hold what rank 0 admitted against the same pool (found by the
+            # scenario explorer; tests/test_host_tier.py)
+            self.land_prefetches()
+        if self.available < need and self.host is not None and self.host.loading:
             self.free += self.host.cancel_all()  # speculative loads yield to admissions
         return bool(self.free_rows) and self.available >= need
 

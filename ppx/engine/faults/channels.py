@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ppx.core import Flag, Kind, Message
@@ -20,13 +21,21 @@ from ppx.engine.channels import Channels
 
 if TYPE_CHECKING:
     from ppx.config import FaultsCfg
+    from ppx.engine.scheduler import Scheduler
 
 LAST_RANK = -2  # faults.corrupt_rank=-2: whichever rank is last (pp - 1)
 EVERY_RANK = -2  # faults.delay_rank=-2: every rank's sends of the kind are slow
 
 
 class FaultyChannels(Channels):
-    def __init__(self, *args, faults: FaultsCfg, vocab: int, **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        faults: FaultsCfg,
+        vocab: int,
+        sched_of: Callable[[], Scheduler],
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         f, last = faults, self.rank == self.world - 1
         self.delays: dict[int, float] = {}
@@ -44,7 +53,7 @@ class FaultyChannels(Channels):
             else None
         )
         self.vocab = vocab
-        self.sched_of = None  # () -> the rank's current scheduler (corrupt_token reads it)
+        self.sched_of = sched_of  # () -> the rank's current scheduler (corrupt_token reads it)
 
     def send(self, dst: int, msg: Message) -> None:
         output = msg.kind == Kind.OUTPUT and dst == 0
@@ -61,9 +70,10 @@ class FaultyChannels(Channels):
 
     def corrupted(self, msg: Message) -> Message:
         """The last rank's own output for its batch of this slot, with the one token off."""
-        sched = self.sched_of()
+        sched, corrupt = self.sched_of(), self.corrupt
         batch = sched.inflight[msg.slot]
-        rid, position = self.corrupt
+        assert batch is not None and corrupt is not None, "send() asks only for its own output"
+        rid, position = corrupt
         finals = [e for e in batch.entries if e.final]
         tokens = msg.tensors[0]
         for i, e in enumerate(finals):
@@ -74,10 +84,21 @@ class FaultyChannels(Channels):
         return msg
 
 
-def channels_for(rank: int, world: int, t, board, device: str, cfg) -> Channels:
-    """Plain channels, or channels with the configured faults wrapped around `send`."""
+def channels_for(
+    rank: int,
+    world: int,
+    t,
+    board,
+    device: str,
+    cfg,
+    readiness_budget_s: float | None,
+    sched_of: Callable[[], Scheduler],
+) -> Channels:
+    """Plain channels, or channels with the configured faults wrapped around `send`.
+    `sched_of`: the rank's current scheduler (a flip replaces it), asked when a fault needs it."""
     f = cfg.faults
     faulty = f.delay_kind or f.lose_kind or f.drop_void_output or f.corrupt_rank != -1
+    args = (rank, world, t, board, device, readiness_budget_s)
     if not faulty:
-        return Channels(rank, world, t, board, device)
-    return FaultyChannels(rank, world, t, board, device, faults=f, vocab=int(cfg.model.vocab))
+        return Channels(*args)
+    return FaultyChannels(*args, faults=f, vocab=int(cfg.model.vocab), sched_of=sched_of)

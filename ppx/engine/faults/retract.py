@@ -54,6 +54,7 @@ class RetractRid(NoRetract):
             return reqs, flags | Flag.RETRACT, pack(Kind.CHAIN, retract_rid=self.rid)
         if self.state == "redeliver":
             self.state = "done"
+            assert self.req is not None, "announced: the output that retracted it set it"
             # the rid travels again as a request whose prompt is everything it holds so far
             # (rank 0 adds nothing: it knows the rid)
             again = Req(self.rid, list(self.req.tokens), self.req.remaining_new)
