@@ -74,7 +74,7 @@ def _laps(g: Guard, offers: list[int], rid: int = 5) -> list[int | None]:
 def test_refusal_keyed_streak_survives_an_alternating_offer_and_escalates():
     g = make_guard("rid", defer_cap=3)
     told = _laps(g, [31, 24] * 6)
-    assert g.escalations == 1 and g.streak_resets == 0
+    assert g.n.escalations == 1 and g.n.streak_resets == 0
     # 31, held, 31, held, 31 -> 3 unresolved reach the cap: told=0 on the fourth offer (#944:
     # offers [4096] * 3, then 0) and from then on
     assert told[:6] == [31, None, 31, None, 31, 0] and set(told[6:]) == {0}
@@ -84,7 +84,7 @@ def test_offer_keyed_streak_restarts_at_every_change_and_never_escalates():
     g = make_guard("rid", defer_cap=3, defer_streak="offer")
     # a held round consumes one lookup, so the offers rank 0 makes are every other one
     told = _laps(g, [31, 24, 24, 31] * 10)
-    assert g.escalations == 0 and g.streak_resets > 10
+    assert g.n.escalations == 0 and g.n.streak_resets > 10
     made = [t for t in told if t is not None]
     assert set(made) == {24, 31} and all(a != b for a, b in zip(made, made[1:]))
     assert 0 not in told
@@ -94,10 +94,10 @@ def test_offer_keyed_streak_still_escalates_a_standing_offer_and_the_pin_lasts_o
     g = make_guard("rid", defer_cap=3, defer_streak="offer")
     told = _laps(g, [31] * 6)
     assert told == [31, None, 31, None, 31, 0]
-    assert g.escalations == 1
+    assert g.n.escalations == 1
     # the pin (told=0) was refused too: exempt, held one round; it was itself a changed
     # offer, so the next one is the measured offer again with the streak restarted
-    assert g.exempt == 1 and g.clamp(5, TOKENS, 31) is None
+    assert g.n.exempt == 1 and g.clamp(5, TOKENS, 31) is None
     assert g.clamp(5, TOKENS, 31) == 31 and g.defers.get(5, 0) == 0
 
 
@@ -107,7 +107,7 @@ def test_told_zero_is_exempt_under_offer_and_counted_under_refusal():
         assert g.clamp(5, TOKENS, 0) == 0
         g.learn(5, TOKENS, 0, UNRESOLVED)
         assert g.defers.get(5, 0) == counted, streak
-        assert g.exempt == 1 - counted and g.unresolved == 1
+        assert g.n.exempt == 1 - counted and g.n.unresolved == 1
 
 
 def test_an_unrefused_moving_offer_never_escalates_in_either_design():
@@ -115,7 +115,7 @@ def test_an_unrefused_moving_offer_never_escalates_in_either_design():
     for streak in ("refusal", "offer"):
         g = make_guard("rid", defer_cap=1, defer_streak=streak)
         assert [g.clamp(5, TOKENS, n) for n in (8, 16, 24, 32, 8)] == [8, 16, 24, 32, 8]
-        assert g.escalations == 0 and not g.defers and not g.escalated
+        assert g.n.escalations == 0 and not g.defers and not g.escalated
 
 
 def test_served_clears_the_offer_memory():

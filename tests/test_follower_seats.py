@@ -139,7 +139,7 @@ def test_a_seat_veto_teaches_the_guard_no_floor():
     g = make_guard("prefix", 3)
     g.learn(9, list(range(40)), 24, SEATS_SHORT)
     assert g.floors.rid_floor == {} and g.floors.prefix_floor == {} and g.floors.learned == 0
-    assert g.seats_short == 1 and g.clamp(9, list(range(40)), 24) == 24
+    assert g.n.seats_short == 1 and g.clamp(9, list(range(40)), 24) == 24
 
 
 REFUSED = {

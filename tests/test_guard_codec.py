@@ -53,7 +53,7 @@ def test_unresolved_is_counted_not_measured_and_the_defer_cap_escalates():
         g.learn(5, toks, 20, UNRESOLVED)
         outcomes.append(g.clamp(5, toks, 20))  # deferred for one round...
         outcomes.append(g.clamp(5, toks, 20))  # ...then offered again
-    assert g.unresolved == 4 and g.floors.learned == 0
+    assert g.n.unresolved == 4 and g.floors.learned == 0
     # at the cap (the 2nd unresolved round, sgl-project#944's "told=0 on the 4th offer" for a
     # cap of 3): told = 0, which every rank can honour, from then on
     assert outcomes[:4] == [None, 20, 0, 0]

@@ -85,7 +85,7 @@ def test_944_rounds_pins_told_zero_on_the_fourth_offer_whatever_the_world():
         offers = [t for t in _unresolved_rounds(g, followers) if t is not None]
         # the fork: offers [4096] * UNRESOLVED_DEFER_CAP, then 0 (None = held one round)
         assert offers[:4] == [4096, 4096, 4096, 0], (followers, offers)
-        assert g.escalations == 1 and g.defers[RID] >= 3
+        assert g.n.escalations == 1 and g.defers[RID] >= 3
 
 
 def test_944_reports_count_each_follower_and_escalate_a_round_early():

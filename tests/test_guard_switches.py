@@ -78,7 +78,7 @@ def test_defer_cap_at_or_below_zero_disables_the_bound():
         for _ in range(10):
             g.learn(5, list(range(30)), 20, UNRESOLVED)
             assert g.clamp(5, list(range(30)), 20) is None  # deferred, never escalated
-        assert g.escalations == 0
+        assert g.n.escalations == 0
     g = make_guard("rid", defer_cap=2, on_escalate=lambda rid, n: seen.append((rid, n)))
     for _ in range(2):
         g.learn(5, list(range(30)), 20, UNRESOLVED)

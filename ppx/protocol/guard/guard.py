@@ -11,12 +11,26 @@ unresolved to `told=0`, which every rank can honour.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ppx.core import POOL_SHORT, SEATS_SHORT, UNRESOLVED
 from ppx.protocol.guard.defer_streak import DeferStreak
 from ppx.protocol.guard.floors import Floors
 from ppx.protocol.guard.prefix_clear import PrefixClear
 from ppx.protocol.guard.unit import GuardUnit
+
+
+@dataclass
+class GuardCounts:
+    """What the guard did over the run (its summary counters, `Guard.counters`)."""
+
+    clamps: int = 0
+    unresolved: int = 0
+    pool_short: int = 0
+    seats_short: int = 0
+    escalations: int = 0
+    streak_resets: int = 0
+    exempt: int = 0
 
 
 class Guard:
@@ -38,15 +52,14 @@ class Guard:
         self.defers: dict[int, int] = {}  # rid -> unresolved reports so far
         self.hold: set[int] = set()
         self.escalated: set[int] = set()
-        self.clamps = self.unresolved = self.pool_short = self.seats_short = 0
-        self.escalations = self.streak_resets = self.exempt = 0
+        self.n = GuardCounts()
 
     def clamp(self, rid: int, tokens: list[int], local: int) -> int | None:
         """The `told` rank 0 offers for `rid`; None = defer this request for now."""
         if not self.floors.active:
             return local
         if rid in self.escalated:
-            self.clamps += 1
+            self.n.clamps += 1
             if self.streak.offer_keyed:
                 # the offer-keyed streak restarts at the pin itself: it lasts one offer
                 self.escalated.discard(rid)
@@ -56,7 +69,7 @@ class Guard:
             return None
         floor = self.floors.floor(rid, tokens, local)
         if floor is not None and floor < local:
-            self.clamps += 1
+            self.n.clamps += 1
             return self.note_offer(rid, floor)
         return self.note_offer(rid, local)
 
@@ -66,7 +79,7 @@ class Guard:
         if self.streak.offer_keyed:
             last = self.last_offer.get(rid)
             if last is not None and last != told and self.defers.pop(rid, 0):
-                self.streak_resets += 1
+                self.n.streak_resets += 1
             self.last_offer[rid] = told
         return told
 
@@ -79,13 +92,13 @@ class Guard:
 
     def learn(self, rid: int, tokens: list[int], told: int, local: int) -> None:
         if local == POOL_SHORT:
-            self.pool_short += 1  # capacity, not coverage: a floor here would cost reuse
+            self.n.pool_short += 1  # capacity, not coverage: a floor here would cost reuse
             return
         if local == SEATS_SHORT:
-            self.seats_short += 1  # a rank-local count, not coverage: no floor either
+            self.n.seats_short += 1  # a rank-local count, not coverage: no floor either
             return
         if local == UNRESOLVED:
-            self.unresolved += 1  # counted with the guard off too: it is what the rank said
+            self.n.unresolved += 1  # counted with the guard off too: it is what the rank said
         if not self.floors.active:
             return
         if local == UNRESOLVED:
@@ -95,7 +108,7 @@ class Guard:
 
     def defer(self, rid: int, told: int) -> None:
         if self.streak.offer_keyed and told <= 0:
-            self.exempt += 1  # #944: told<=0 is honourable unconditionally, never counted
+            self.n.exempt += 1  # #944: told<=0 is honourable unconditionally, never counted
             self.hold.add(rid)
             return
         self.defers[rid] = self.defers.get(rid, 0) + 1
@@ -103,7 +116,7 @@ class Guard:
         # (#944 `test_at_the_cap_the_offer_is_pinned_to_zero`: offers [4096] * 3, then 0)
         if 0 < self.defer_cap <= self.defers[rid] and rid not in self.escalated:
             self.escalated.add(rid)
-            self.escalations += 1
+            self.n.escalations += 1
             # ONE loud refusal per rid (#944): an offer-keyed streak can escalate the same rid
             # again after its pin, and naming it at every offer would bury the line
             if self.on_escalate is not None and rid not in self.announced:
@@ -129,11 +142,11 @@ class Guard:
     def counters(self) -> dict[str, int]:
         return {
             "guard_floors_learned": self.floors.learned,
-            "guard_clamps": self.clamps,
-            "unresolved": self.unresolved,
-            "escalations": self.escalations,
+            "guard_clamps": self.n.clamps,
+            "unresolved": self.n.unresolved,
+            "escalations": self.n.escalations,
             "prefix_floors_cleared": self.floors.cleared,
-            "defer_streak_resets": self.streak_resets,
-            "unresolved_exempt": self.exempt,
-            "pool_short": self.pool_short,
+            "defer_streak_resets": self.n.streak_resets,
+            "unresolved_exempt": self.n.exempt,
+            "pool_short": self.n.pool_short,
         }
