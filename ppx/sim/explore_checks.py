@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ppx.config import ConfigError
 from ppx.sim.dfs import REDUCTIONS
-from ppx.sim.scheduler import CLOCKS
 from ppx.sim.strategy import MEMBERS
 
 
@@ -16,8 +15,6 @@ def check_explore(x) -> None:
         )
     if x.reduce not in REDUCTIONS:
         raise ConfigError(f"explore.reduce={x.reduce!r}: {' | '.join(REDUCTIONS)}")
-    if x.clock not in CLOCKS:
-        raise ConfigError(f"explore.clock={x.clock!r}: {' | '.join(CLOCKS)}")
     if "dfs" in members:
         if x.bound < 0 or (x.bound == 0 and x.delays is None):
             raise ConfigError(
