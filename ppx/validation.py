@@ -207,6 +207,11 @@ def validate_explore(merged: DictConfig) -> None:
     from ppx.sim.explore_checks import check_explore
 
     check_explore(x)
+    if x.ray is not None:  # the shards on a Ray cluster (ppx/sim/fanout_ray.py)
+        from ppx.launch.ray_cluster import address_problem
+
+        if (why := address_problem(str(x.ray))) is not None:
+            raise ConfigError(f"explore.{why}")
     if x.schedules <= 0 or x.step_us <= 0 or x.max_steps <= 0:
         raise ConfigError(
             "explore.schedules, explore.step_us and explore.max_steps must be positive"

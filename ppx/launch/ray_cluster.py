@@ -16,10 +16,6 @@ from collections.abc import Iterator
 
 from ppx.launch.children import descendants, kill_new
 
-# no token to mint and store for a private head; read when ray is imported, so set first
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-
-
 # A raylet waits a hard-coded 15 s for its dashboard agent's port file and dies when the agent
 # (a Python process importing ray) is slower, which a loaded small machine makes it
 # (ray-project/ray#65983; giving the agents fixed ports does not help: the raylet waits for
@@ -28,6 +24,9 @@ HEAD_TRIES = 3
 
 
 def _start_head(cpus: int):
+    # a private head: no token to mint and store (read when ray is first imported: a process
+    # that starts a head imports ray here, or in connect() after it)
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     from ray.cluster_utils import Cluster
 
     before = descendants()
@@ -64,6 +63,19 @@ def local_head(cpus: int) -> Iterator[str]:
     finally:
         ray.shutdown()
         head.shutdown()
+
+
+def address_problem(address: str) -> str | None:
+    """Why `address` names no Ray cluster ppx can join, in one line (None: it may), checked
+    before anything runs; whether a cluster answers there is Ray's to say."""
+    import importlib.util
+    import re
+
+    if importlib.util.find_spec("ray") is None:
+        return f"ray={address} needs the ray package (pip install -e '.[ray]')"
+    if address in ("local", "auto") or re.fullmatch(r"(ray://)?[\w.\-\[\]:]+:\d+", address):
+        return None
+    return f"ray={address!r}: local | auto | HOST:PORT | ray://HOST:PORT"
 
 
 def connect(address: str) -> None:

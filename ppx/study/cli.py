@@ -195,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.ray is not None:
+        from ppx.launch.ray_cluster import address_problem
+
+        if (why := address_problem(args.ray)) is not None:
+            print(f"error: --{why}", file=sys.stderr)
+            return 2
     out = args.out or default_out(study)
     print(f"question: {study.question}")
     if args.dry_run:

@@ -125,3 +125,17 @@ def test_a_head_that_did_not_start_is_ended_and_started_again(monkeypatch):
         with ray_cluster.local_head(2):
             pass
     assert started[0].wait(timeout=5) == -9
+
+
+def test_red_a_bad_ray_address_is_refused_in_one_line(tmp_path, capsys):
+    from ppx_helpers import assert_refused
+
+    from ppx.study.cli import main
+
+    assert_refused(["explore.ray=bogus"], "explore.ray='bogus': local | auto | HOST:PORT")
+    exps = tmp_path / "experiments"
+    exps.mkdir()
+    (exps / "mini.yaml").write_text(__import__("yaml").safe_dump(STUDY))
+    assert main(["mini", "--experiments", str(exps), "--ray", "ray://nowhere"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --ray='ray://nowhere': local | auto | HOST:PORT | ray://HOST:PORT"
