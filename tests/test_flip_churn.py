@@ -19,7 +19,7 @@ from ppx.core import Req, StopRun
 from ppx.engine.board import Board, F, RankBoard
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.churn import Churn
-from ppx.engine.flip import FlipControl
+from ppx.engine.flip_schedule import FlipSchedule
 from ppx.engine.scheduler import Scheduler
 from ppx.protocol.registry import Protocol
 
@@ -86,10 +86,15 @@ def _prefill(s: Scheduler, req: Req, upto: int, pass_id: int) -> int:
     return pass_id
 
 
-def _flip(ctx: _Rank0) -> FlipControl:
-    f = FlipControl(ctx, lambda phase: None, Protocol(ctx.cfg))
+def _flip(ctx: _Rank0) -> FlipSchedule:
+    f = FlipSchedule(ctx, Protocol(ctx.cfg))
     f.last_cutover_pass = 120
     return f
+
+
+def _bounds(ctx: _Rank0) -> tuple[int, int]:
+    """engine.livelock_flips and engine.livelock_readmits, as the flip schedule reads them."""
+    return int(ctx.cfg.engine.livelock_flips), int(ctx.cfg.engine.livelock_readmits)
 
 
 # -- flip.due: the exact state of the churn at pass 126 ------------------------------------
@@ -102,14 +107,14 @@ def test_a_due_flip_waits_for_the_prompt_mid_prefill_only_when_drained(due):
     assert nxt == 126 and s.chunked is rid3 and rid3.computed == 160
     f = _flip(ctx)
     if due == "clock":  # red: the stopwatch flips now; the cutover drops 160 computed tokens
-        assert f.due(126) and f.deferred == 0
+        assert f.due(126, False) and f.deferred == 0
         return
-    assert not f.due(126) and f.deferred == 1  # green: the prompt finishes first
+    assert not f.due(126, False) and f.deferred == 1  # green: the prompt finishes first
     assert ctx.events.rows == [
         ("flip_wait", 126, 3, "rid=3 mid-prefill 160/190 (flip.due=drained)")
     ]
     _prefill(s, rid3, 190, 126)  # the final chunk: rid 3 is no longer mid-prefill
-    assert s.chunked is None and f.due(127) and f.deferred == 1
+    assert s.chunked is None and f.due(127, False) and f.deferred == 1
 
 
 def test_the_drain_cap_bounds_the_wait():
@@ -118,7 +123,7 @@ def test_the_drain_cap_bounds_the_wait():
     ctx.sched.add([rid3])
     _prefill(ctx.sched, rid3, 32, 121)
     f = _flip(ctx)
-    assert [f.due(p) for p in range(126, 130)] == [False, False, False, True]
+    assert [f.due(p, False) for p in range(126, 130)] == [False, False, False, True]
     assert f.deferred == 3 and len(ctx.events.rows) == 1  # named once per wait
 
 
@@ -137,7 +142,7 @@ def test_flips_with_no_token_committed_end_livelocked_naming_the_churn(bound):
     rid3, waiting = _prompt(3, 190), [_prompt(r, 110) for r in (2, 4, 5)]
     ctx.sched.add([rid3, *waiting])
     _prefill(ctx.sched, rid3, 160, 113)
-    churn = Churn(ctx, "clock")
+    churn = Churn(ctx, "clock", *_bounds(ctx))
     ctx.board.add(F.TOKENS, 9)  # rids 0 and 1 were served before pass 119
     churn.check(119)
     if bound == 0:  # red: no bound across flips (the void bound sees no void): timeout
@@ -159,7 +164,7 @@ def test_a_committed_token_or_an_idle_flip_ends_the_streak():
     ctx = _Rank0(**{"engine.livelock_flips": 3, "engine.livelock_readmits": 2})
     req = _prompt(3, 64)
     ctx.sched.add([req])
-    churn = Churn(ctx, "drained")
+    churn = Churn(ctx, "drained", *_bounds(ctx))
     _churn_once(ctx, churn, req, 10)
     ctx.board.add(F.TOKENS)  # the phase committed a token: progress
     _churn_once(ctx, churn, req, 20)

@@ -23,7 +23,7 @@ import torch
 from ppx_helpers import HOST_PREFETCH, Clock, assert_refused, design, serve_once, typed_cfg
 
 from ppx.core import Kind, Message, Req
-from ppx.engine.admission.decision import DecisionPolicy
+from ppx.engine.admission import make_seams
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
 from ppx.protocol.prefetch_carrier import COMPLETE, CONTRADICTION, PENDING, Carrier
@@ -149,37 +149,39 @@ class _Rank0:
 @pytest.mark.parametrize("floor", ["group_pp", "group"])
 def test_rank0_admits_in_the_tp_phase_on_the_group_floor_not_its_own(floor):
     ctx = _Rank0(floor)
-    policy = DecisionPolicy(ctx, Protocol(ctx.cfg))
+    seams = make_seams(ctx, Protocol(ctx.cfg))
+    offer, floor_seam = seams.prefill.offer, seams.floor
     req = Req(5, list(range(1, 25)) + [40, 41], max_new=8)
-    told = policy.clamp(req, 24)  # rank 0's own load landed: it holds all 24 tokens
+    told = offer.clamp(req, 24)  # rank 0's own load landed: it holds all 24 tokens
     if floor == "group_pp":  # red: its own completion; ranks 1 and 2 are still loading
-        assert told == 24 and policy.floor_query(7) == -1
+        assert told == 24 and floor_seam.query(7) == -1
         return
-    assert told is None and policy.floor_query(7) == 5  # deferred, asked in the TP header
+    assert told is None and floor_seam.query(7) == 5  # deferred, asked in the TP header
     rows = torch.zeros((3, 4), dtype=torch.int64)
     rows[1], rows[2] = torch.tensor([1, 5, 0, 24]), torch.tensor([2, 5, 0, PENDING])
-    policy.floor_absorb(5, rows)
-    assert policy.clamp(req, 24) is None  # rank 2 still pending
+    floor_seam.absorb(5, rows)
+    assert offer.clamp(req, 24) is None  # rank 2 still pending
     rows[2] = torch.tensor([2, 5, 0, 24])
-    policy.floor_absorb(5, rows)
-    assert policy.clamp(req, 24) == 24 and policy.carrier.n["prefetch_floor_admits"] == 1
+    floor_seam.absorb(5, rows)
+    assert offer.clamp(req, 24) == 24 and floor_seam.carrier.n["prefetch_floor_admits"] == 1
 
 
 def test_a_cutover_and_a_lap_from_before_it_leave_no_number_of_the_old_layout():
     ctx = _Rank0("group")
     ctx.phase = "pp"
-    policy = DecisionPolicy(ctx, Protocol(ctx.cfg))
+    seams = make_seams(ctx, Protocol(ctx.cfg))
+    offer, carrier, returns = seams.prefill.offer, seams.floor.carrier, seams.returns
     req = Req(5, list(range(1, 25)) + [40, 41], max_new=8)
-    assert policy.clamp(req, 24) is None
-    policy.carrier.absorb((5, COMPLETE, 24, 0))  # the PP layout's floor
-    policy.at_cutover()
+    assert offer.clamp(req, 24) is None
+    carrier.absorb((5, COMPLETE, 24, 0))  # the PP layout's floor
+    seams.cutover.released()
     ctx.epoch = 2
-    assert policy.carrier.table == {}
+    assert carrier.table == {}
     # the last rank folded this before the cutover; rank 0 reads it after
-    policy.absorb_lap(Message(Kind.LAP, 0, 60, 1, aux=(5, COMPLETE, 24, 0)))
-    assert policy.carrier.table == {} and policy.clamp(req, 24) is None
-    policy.absorb_lap(Message(Kind.LAP, 0, 61, 2, aux=(5, COMPLETE, 24, 0)))
-    assert policy.clamp(req, 24) == 24
+    returns.absorb_lap(Message(Kind.LAP, 0, 60, 1, aux=(5, COMPLETE, 24, 0)))
+    assert carrier.table == {} and offer.clamp(req, 24) is None
+    returns.absorb_lap(Message(Kind.LAP, 0, 61, 2, aux=(5, COMPLETE, 24, 0)))
+    assert offer.clamp(req, 24) == 24
 
 
 # -- the engine --------------------------------------------------------------------------

@@ -32,11 +32,10 @@ class Retracted:
 
 
 class Churn:
-    def __init__(self, ctx: RankContext, due: str) -> None:
-        cfg = ctx.cfg
+    def __init__(self, ctx: RankContext, due: str, max_flips: int, max_readmits: int) -> None:
         self.ctx, self.due = ctx, due  # the flip.due design, named in the reason
-        self.max_flips = int(cfg.engine.livelock_flips)
-        self.max_readmits = int(cfg.engine.livelock_readmits)
+        # engine.livelock_flips / engine.livelock_readmits (0 = no bound)
+        self.max_flips, self.max_readmits = max_flips, max_readmits
         self.readmits = 0  # the run's total (the summary's `readmits`)
         self.pending: dict[int, Retracted] = {}  # rid -> its retraction, until re-admitted
         self.reset(pass_id=0)

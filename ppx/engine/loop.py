@@ -24,7 +24,7 @@ from ppx.engine.faults.retract import NoRetract
 from ppx.protocol.ordering import Step
 
 if TYPE_CHECKING:
-    from ppx.engine.admission.base import Policy
+    from ppx.engine.admission.seams import Seams
     from ppx.engine.context import RankContext
     from ppx.engine.flip import FlipControl
     from ppx.engine.intake import Intake
@@ -47,7 +47,8 @@ class PassSteps:
     def __init__(
         self,
         ctx: RankContext,
-        policy: Policy,
+        ordering: list[Step],
+        seams: Seams,
         flip: FlipControl,
         ring: Ring,
         width: WidthCheck,
@@ -55,7 +56,9 @@ class PassSteps:
         results: Results,
         retract: NoRetract | None = None,
     ) -> None:
-        self.ctx, self.policy, self.flip, self.ring, self.width = ctx, policy, flip, ring, width
+        self.ctx, self.flip, self.ring, self.width = ctx, flip, ring, width
+        self.ordering = ordering  # engine.ordering: this rank's steps, in order
+        self.admission, self.returns = seams.admission, seams.returns
         self.intake, self.results = intake, results
         self.retract = retract or NoRetract()  # faults.retract_rid, else inert
         self.sampled: dict[int, torch.Tensor] = {}  # last rank: pass_id -> its sampled tokens
@@ -72,9 +75,9 @@ class PassSteps:
             "flush": self.step_flush,
         }
 
-    def run(self, p: PassState, steps: list[Step]) -> None:
+    def run(self, p: PassState) -> None:
         table = self.table
-        for step in steps:
+        for step in self.ordering:
             table[step.name](p, step)
 
     # -- chain ----------------------------------------------------------------------------
@@ -82,6 +85,7 @@ class PassSteps:
         ctx = self.ctx
         if ctx.is_first:
             idle = ctx.sched.idle and not self.to_relay and not self.flip.draining
+            assert self.intake is not None, "rank 0 holds the intake"
             reqs, flags = self.intake.take(idle=idle)
             # only rank 0 reads the flip clock; the others learn the flip from this chain
             flags |= Flag.FLIP if self.flip.due(p.pass_id) else 0
@@ -117,7 +121,7 @@ class PassSteps:
 
     # -- schedule / decision --------------------------------------------------------------
     def step_schedule(self, p: PassState, step: Step) -> None:
-        self.policy.schedule(p)
+        self.admission.schedule(p)
         p.scheduled = True
         self.log_admits(p)
 
@@ -129,10 +133,10 @@ class PassSteps:
 
     def step_decision(self, p: PassState, step: Step) -> None:
         if step.part in ("", "recv"):
-            self.policy.recv_decision(p)
+            self.admission.recv_decision(p)
             self.log_admits(p)
         if step.part in ("", "send"):
-            self.policy.send_decision(p)
+            self.admission.send_decision(p)
         if step.flush:
             self.ctx.ch.flush([Kind.DECISION], p.pass_id)
 
@@ -149,7 +153,9 @@ class PassSteps:
                 return
             if not self.check_proxy(p, msg):
                 return
+            assert fi is not None, "a voided batch went down the void path above"
             fi.hidden = msg.tensors[0]
+        assert fi is not None, "rank 0 never launches a voided batch: it voids at the output"
         since = ctx.board.block(Op.COMPUTE, -1, 0, p.slot, p.pass_id, -1)
         out = ctx.model.forward(fi, ctx.cache.k, ctx.cache.v, ctx.cache.req_to_token)
         ctx.t.host_sync()  # sim.host_sync: a compute that waits for the device's NCCL work
@@ -186,6 +192,7 @@ class PassSteps:
     def check_proxy(self, p: PassState, msg: Message) -> bool:
         """The width check, on every proxy receive (engine.width_check)."""
         ctx, b = self.ctx, p.batch
+        assert b is not None, "a proxy is checked against a batch this rank formed"
         rows = int(msg.tensors[0].shape[0])
         theirs = msg.tensors[1].tolist()
         refused = self.width.refusal(ctx.rank, b)
@@ -276,11 +283,11 @@ class PassSteps:
         void = Message(
             Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[none, obs]
         )
-        self.policy.absorb(p.slot, b, void, p)
+        self.returns.absorb(p.slot, b, void, p)
 
     # -- lap / flush ----------------------------------------------------------------------
     def step_lap(self, p: PassState, step: Step) -> None:
-        self.policy.lap(p, step.block)
+        self.returns.lap(p, step.block)
 
     def step_flush(self, p: PassState, step: Step) -> None:
         kinds = [Kind[k.upper()] for k in step.kinds] or None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from typing import Protocol as TypingProtocol
 
 from ppx.core import StopRun
-from ppx.engine.admission import make_policy
+from ppx.engine.admission import make_seams
 from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.conservation import Conservation
 from ppx.engine.context import RankContext
@@ -81,23 +81,21 @@ class RankLoop:
     """One rank: its context, the designs it runs, its plan, and the loop of passes."""
 
     def __init__(self, a: RankArgs, t: Transport, board: Board) -> None:
-        cfg = self.cfg = a.cfg
-        self.rank, self.world, self.run_dir = a.rank, a.world, a.run_dir
+        cfg = a.cfg
         rb = RankBoard(board, a.rank)
         rb.enabled = bool(cfg.watch.blocked_on)
         path = os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl") if a.run_dir else None
         events = EventLog(path, a.rank, a.t0, t.now)
         # nccl: one GPU per rank; gloo with device=cuda: the ranks share a GPU, tensors
         # cross via the host
-        self.device = spec_of(cfg).rank_device(cfg, t)
+        device = spec_of(cfg).rank_device(cfg, t)
         self.proto = proto = Protocol(cfg)  # the designs this rank runs (ppx/protocol)
-        ch = channels_for(a.rank, a.world, t, rb, self.device, cfg)
+        ch = channels_for(a.rank, a.world, t, rb, device, cfg)
         ch.readiness_budget_s = proto.of(Readiness).budget_s()
         self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
         if isinstance(ch, FaultyChannels):
             ch.sched_of = lambda: ctx.sched
-        self.t, self.ch, self.board, self.events = t, ch, rb, events
-        self.ordering = parse_ordering(list(cfg.engine.ordering.steps))
+        self.t, self.events = t, events
         self.debug = _debug()
         self.drop_tree = tree_drop(cfg, a.rank)  # faults.drop_rank: a rank-local cache loss
         tracer = self._tracer() if self.debug else None
@@ -106,21 +104,23 @@ class RankLoop:
         # conservation and progress (engine/conservation.py), kept across every plan
         self.ledger = Conservation(ctx.rank, int(cfg.engine.stall_passes))
         self.planner = Planner(
-            ctx, self.device, tracer, a.shared_models, retracted, per_slot, self.ledger
+            ctx, device, tracer, a.shared_models, retracted, per_slot, self.ledger
         )
         self.planner.switch(proto.of(StartPhase).name if cfg.flip.enabled else "pp")
-        self.policy = make_policy(ctx, proto)
-        self.flip = FlipControl(
-            ctx, self.planner.switch, proto, self.policy.readmit_told_row, self.policy.at_cutover
-        )
+        self.seams = seams = make_seams(ctx, proto)
+        self.flip = FlipControl(ctx, self.planner, proto, seams.cutover)
         mx = cfg.model.max_context
         intake = Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if ctx.is_first else None
         self.intake = intake
         retract = retract_fault(cfg, a.rank)
-        results = Results(ctx, self.policy, intake, retract)
-        self.tp = TPPhase(ctx, self.policy, self.flip, intake, results.apply)
+        results = Results(ctx, seams, intake, retract)
+        self.tp = TPPhase(ctx, seams, proto, self.flip, intake, results)
         ring, width = Ring.of(proto), proto.of(WidthCheck)
-        self.steps = PassSteps(ctx, self.policy, self.flip, ring, width, intake, results, retract)
+        ordering = parse_ordering(list(cfg.engine.ordering.steps))
+        self.steps = PassSteps(
+            ctx, ordering, seams, self.flip, ring, width, intake, results, retract
+        )
+        self.kv = KVLedger()  # the KV ledger's violations, checked when idle and at teardown
 
     # -- the current plan and the context, as the loop reads them --------------------------
     sched = property(lambda self: self.ctx.sched)
@@ -135,7 +135,7 @@ class RankLoop:
         def trace(msg: str) -> None:
             where = " < ".join(f"{f.name}" for f in traceback.extract_stack(limit=6)[:-2][::-1])
             print(
-                f"[trace rank{self.rank} pass {self.board.f[F.PASS]} {self.phase}] {msg}  ({where})",
+                f"[trace rank{self.ctx.rank} pass {self.ctx.board.f[F.PASS]} {self.phase}] {msg}  ({where})",
                 flush=True,
             )
 
@@ -145,10 +145,10 @@ class RankLoop:
     def run(self) -> None:
         pass_id, was_idle = 0, False
         while True:
-            self.board.beat(pass_id)
+            self.ctx.board.beat(pass_id)
             if self.phase == "pp":
                 p = PassState(pass_id, pass_id % self.num_slots)
-                self.steps.run(p, self.ordering)
+                self.steps.run(p)
                 shutdown = p.shutdown
                 if self.flip.draining and pass_id >= self.flip.cutover_pass():
                     self.flip.cutover(pass_id)
@@ -171,11 +171,11 @@ class RankLoop:
         broken = self.ledger.check(self.sched, pass_id)
         if broken is not None:
             self.ctx.stop(broken)
-        inflight = self.sched.num_inflight
-        self.board.set(F.INFLIGHT, inflight)
-        if inflight > self.board.f[F.MAX_INFLIGHT]:
-            self.board.set(F.MAX_INFLIGHT, inflight)
-        self.board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
+        inflight, board = self.sched.num_inflight, self.ctx.board
+        board.set(F.INFLIGHT, inflight)
+        if inflight > board.f[F.MAX_INFLIGHT]:
+            board.set(F.MAX_INFLIGHT, inflight)
+        board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
         if self.intake is not None:
             self.intake.flush_out()
         self.drop_tree(pass_id, self.cache)  # faults.drop_rank (inert unless this rank)
@@ -185,27 +185,19 @@ class RankLoop:
         return idle
 
     def check_ledger(self, when: str) -> dict:
-        led = self.cache.ledger()
-        if led["num_violations"]:
-            self.ledger_violations += led["num_violations"]
-            self.events.emit("ledger_violation", detail=f"{when}: {led['violations'][:3]}")
-        self.last_ledger = led
-        return led
-
-    ledger_violations = 0
-    last_ledger: dict = {}
+        return self.kv.check(self.cache.ledger(), when, self.events)
 
     def report(self, state: str, error: str | None) -> dict:
         # a rank that failed or was abandoned mid-pass holds KV in flight: read, not judged
         led = self.check_ledger("teardown") if state in ("done", "stopped") else self.cache.ledger()
         hosts = self.planner.hosts.values()
         return {
-            "rank": self.rank,
+            "rank": self.ctx.rank,
             "state": state,
             "error": error,
             "stop_reason": self.stop_reason,
             "ledger": led,
-            "ledger_violations": self.ledger_violations,
+            "ledger_violations": self.kv.violations,
             "cached_tokens": self.sched.cached_tokens,
             "prefill_tokens": self.sched.prefill_tokens,
             "evictions": self.cache.evictions,
@@ -223,10 +215,28 @@ class RankLoop:
         }
 
     def policy_counters(self) -> dict:
-        return {**self.proto.counters(), **self.policy.counters(), **self.flip.counters()}
+        return {**self.proto.counters(), **self.seams.counters(), **self.flip.counters()}
 
 
-def serve(a: RankArgs, open_t: Callable[[], Transport], board: Board) -> tuple[dict, RankLoop]:
+class KVLedger:
+    """The KV ledger's violations over the run (the cache's own audit, read when the rank
+    goes idle and at teardown)."""
+
+    def __init__(self) -> None:
+        self.violations = 0
+        self.last: dict = {}
+
+    def check(self, led: dict, when: str, events: EventLog) -> dict:
+        if led["num_violations"]:
+            self.violations += led["num_violations"]
+            events.emit("ledger_violation", detail=f"{when}: {led['violations'][:3]}")
+        self.last = led
+        return led
+
+
+def serve(
+    a: RankArgs, open_t: Callable[[], Transport], board: Board
+) -> tuple[dict, RankLoop | None]:
     """Build the rank and run its loop to the end; returns its report (every failure is in
     it) and the loop. Shared by the rank process and the simulator's rank task."""
     rb = RankBoard(board, a.rank)

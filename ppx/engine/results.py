@@ -13,7 +13,7 @@ from ppx.engine.board import F
 from ppx.engine.faults.retract import NoRetract
 
 if TYPE_CHECKING:
-    from ppx.engine.admission.base import Policy
+    from ppx.engine.admission.seams import Seams
     from ppx.engine.context import RankContext
     from ppx.engine.intake import Intake
 
@@ -22,11 +22,12 @@ class Results:
     def __init__(
         self,
         ctx: RankContext,
-        policy: Policy,
+        seams: Seams,
         intake: Intake | None,
         retract: NoRetract | None = None,
     ) -> None:
-        self.ctx, self.policy, self.intake = ctx, policy, intake
+        self.ctx, self.intake = ctx, intake
+        self.returns, self.admission = seams.returns, seams.admission
         self.retract = retract or NoRetract()  # faults.retract_rid (rank 0), else inert
 
     def apply(self, slot: int, batch: SlotBatch, msg: Message, p) -> None:
@@ -34,7 +35,7 @@ class Results:
         if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, re-queued
             ctx.sched.void(batch)
             return
-        if self.policy.absorb(slot, batch, msg, p):
+        if self.returns.absorb(slot, batch, msg, p):
             return
         tokens = msg.tensors[0].tolist() if msg.tensors else []
         finals = sum(e.final for e in batch.entries)
@@ -49,7 +50,7 @@ class Results:
         for req, tok in done:
             if req.finished:
                 ctx.board.add(F.FINISHED)
-                self.policy.on_served(req.rid)
+                self.admission.on_served(req.rid)
                 ctx.events.emit(
                     "finish",
                     p.pass_id if p else -1,

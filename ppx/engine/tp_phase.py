@@ -8,7 +8,6 @@ is no pipeline to fill in this phase.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -17,12 +16,16 @@ from ppx.core import Flag, Kind, Message
 from ppx.engine.admission import codec
 from ppx.engine.board import F, Op
 from ppx.engine.codec import decode_requests, encode_requests
+from ppx.protocol.continuations import SecondContinuation
+from ppx.protocol.told_scope import ToldScope
 
 if TYPE_CHECKING:
-    from ppx.engine.admission.base import Policy
+    from ppx.engine.admission.seams import Seams
     from ppx.engine.context import RankContext
     from ppx.engine.flip import FlipControl
     from ppx.engine.intake import Intake
+    from ppx.engine.results import Results
+    from ppx.protocol.registry import Protocol
 
 HEADER = 8  # flags, pass_id, epoch, mode, request ints, entry rows, entry cols, floor query
 
@@ -31,13 +34,16 @@ class TPPhase:
     def __init__(
         self,
         ctx: RankContext,
-        policy: Policy,
+        seams: Seams,
+        proto: Protocol,
         flip: FlipControl,
         intake: Intake | None,
-        apply_output: Callable,
+        results: Results,
     ) -> None:
-        self.ctx, self.policy, self.flip, self.intake = ctx, policy, flip, intake
-        self.apply_output = apply_output
+        self.ctx, self.flip, self.intake, self.results = ctx, flip, intake, results
+        self.prefill, self.returns, self.floor = seams.prefill, seams.returns, seams.floor
+        self.second = proto.of(SecondContinuation)  # the sgl-project#959 guard
+        self.told_rows = proto.of(ToldScope)  # a told row from the PP phase (told_scope)
 
     def _bcast(self, t: torch.Tensor, pass_id: int) -> torch.Tensor:
         ctx = self.ctx
@@ -54,11 +60,12 @@ class TPPhase:
         head = torch.zeros(HEADER, dtype=torch.int64)
         entries = []
         if ctx.is_first:
+            assert self.intake is not None, "rank 0 holds the intake"
             reqs, flags = self.intake.take(idle=s.idle)
             if self.flip.due(pass_id):
                 flags |= Flag.FLIP
             s.add(reqs)
-            batch = None if flags & Flag.FLIP else self.policy.local_prefill(0, pass_id)
+            batch = None if flags & Flag.FLIP else self.prefill.form(0, pass_id)
             entries = batch.entries if batch else []
             req_t = encode_requests(reqs)
             req_flat = req_t[0] if req_t else torch.zeros(0, dtype=torch.int64)
@@ -67,7 +74,7 @@ class TPPhase:
             head[:7] = torch.tensor(
                 [flags, pass_id, ctx.epoch, mode, req_flat.numel(), ent.shape[0], ent.shape[1]]
             )
-            head[7] = self.policy.floor_query(pass_id) + 1  # #1175: 0 = no rid asked about
+            head[7] = self.floor.query(pass_id) + 1  # #1175: 0 = no rid asked about
         self._bcast(head, pass_id)
         flags, _, epoch, mode, n_req, rows, cols, asked = head.tolist()
         if epoch != ctx.epoch:
@@ -105,7 +112,7 @@ class TPPhase:
             ctx.board.add(F.WORK_PASSES)
             tokens = self._bcast(tokens.to("cpu", torch.int64).contiguous(), pass_id)
             msg = Message(Kind.OUTPUT, 0, pass_id, ctx.epoch, tensors=[tokens])
-            self.apply_output(0, batch, msg, None)
+            self.results.apply(0, batch, msg, None)
             self.flip.note_tp_batch([e.rid for e in batch.entries if e.final])
         return bool(flags & Flag.SHUTDOWN), bool(flags & Flag.FLIP)
 
@@ -115,21 +122,20 @@ class TPPhase:
         ctx, s = self.ctx, self.ctx.sched
         if mode == "decode":
             return s.place(entries, 0, pass_id, "decode")
-        if self.policy.second is not None:  # as rank 0 did before forming this batch (#959)
-            self.policy.second.resume_resident(s)
+        self.second.resume_resident(s)  # as rank 0 did before forming this batch (#959)
         for e in entries:
             req = s.reqs[e.rid]
             if req is s.cont() and e.continues:
                 continue
             local = s.cache.match(req.tokens) if not e.continues else 0
             if not e.continues:  # a told row from the PP phase (told_scope), before this one
-                self.policy.check_told_row(e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
+                self.told_rows.check(ctx, e.rid, s.cache.tree_match(req.tokens), e.prefix_len)
             if e.continues != (req is s.cont()) or (
                 local < e.prefix_len and s.cache.tree_match(req.tokens) < e.prefix_len
             ):
                 obs[ctx.rank] = torch.tensor([1, e.rid, e.prefix_len, local])
                 ctx.board.add(F.RETRACTIONS)
-                self.policy.count_retraction(1)
+                self.returns.count_retraction(1)
                 ctx.events.emit(
                     "retract",
                     pass_id,
@@ -154,10 +160,10 @@ class TPPhase:
         """#1175 in the TP phase: every follower's completion for the rid rank 0 deferred,
         on one all-reduce every rank enters (the header said so), folded by rank 0. Looking
         the rid up starts a follower's load-back, as the stamp on the PP decision does."""
-        rows = self.policy.floor_rows(rid)
+        rows = self.floor.rows(rid)
         self._allreduce(rows, pass_id)
         if self.ctx.is_first:
-            self.policy.floor_absorb(rid, rows)
+            self.floor.absorb(rid, rows)
 
     def _allreduce(self, t: torch.Tensor, pass_id: int) -> None:
         ctx = self.ctx
@@ -177,7 +183,7 @@ class TPPhase:
                 if req is not None and (req in s.continuations() or req.row >= 0):
                     s.requeue(req)
         ctx.board.add(F.VOIDS)
-        self.policy.absorb_tp_void([row[1:] for row in bad], pass_id)
+        self.returns.absorb_tp_void([row[1:] for row in bad], pass_id)
 
 
 def all_reducer(ctx: RankContext):

@@ -9,11 +9,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.core import Entry
 from ppx.protocol.axis import Axis, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import SchedulerView
 
 AXIS = Axis(
     "engine.admission.batch_order",
@@ -26,7 +29,7 @@ AXIS = Axis(
 class BatchOrder(Variant):
     axis = AXIS
 
-    def snapshot(self, sched) -> dict[int, int]:
+    def snapshot(self, sched: SchedulerView) -> dict[int, int]:
         """Taken before this pass's admissions leave the queue: rid -> position."""
         return {}
 
@@ -62,7 +65,7 @@ class QueueOrder(BatchOrder):
             )
         return None
 
-    def snapshot(self, sched) -> dict[int, int]:
+    def snapshot(self, sched: SchedulerView) -> dict[int, int]:
         return {r.rid: i for i, r in enumerate(sched.candidates())}
 
     def arrange(self, admitted: list[Entry], order: dict[int, int]) -> list[Entry]:

@@ -21,9 +21,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.protocol.axis import Axis, Counter, Variant
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import SchedulerView
 
 CONTINUATIONS = Axis(
     "engine.admission.continuations",
@@ -114,10 +117,10 @@ class SecondContinuation(Variant):
         super().__init__(cfg)
         self.refusals = 0
 
-    def resume_resident(self, sched) -> None:
+    def resume_resident(self, sched: SchedulerView) -> None:
         """Before an admission: a resident continuation with no cell takes the empty one."""
 
-    def may_mint(self, sched, batch: set[int]) -> bool:
+    def may_mint(self, sched: SchedulerView, batch: set[int]) -> bool:
         """May a fresh admission become a continuation now (`batch`: rids admitted so far in
         this pass, resident but not yet placed)?"""
         return True
@@ -134,14 +137,14 @@ class Refuse(SecondContinuation):
 
     # one slot, one cell (the TP phase): with S slots `per_slot` holds one per slot and
     # `void=keep` parks outside the pointer, the #798 world the reconcile designs answer
-    def resume_resident(self, sched) -> None:
+    def resume_resident(self, sched: SchedulerView) -> None:
         if sched.num_slots == 1 and sched.cont() is None and (resident := sched.strays()):
             # the resident is never the one to give way: it takes the cell, so it is the
             # first candidate and its chunk ends the batch (every rank picks the same one)
             sched.resume_chunked(min(resident, key=lambda r: r.rid))
             self.refusals += 1
 
-    def may_mint(self, sched, batch: set[int]) -> bool:
+    def may_mint(self, sched: SchedulerView, batch: set[int]) -> bool:
         if sched.num_slots > 1 or not sched.strays(but=batch):
             return True
         self.refusals += 1

@@ -18,11 +18,14 @@ prefill passes the free-slot count differed between the ranks (rank 0 ~3500 of 4
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.core import SEATS_SHORT
 from ppx.protocol.axis import Axis, Counter, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import SchedulerView
 
 AXIS = Axis(
     "engine.admission.follower_seats",
@@ -47,7 +50,7 @@ class FollowerSeats(Variant):
         self.vetoes = 0
         self.note = ""  # the numbers of the last veto, for a stop's reason
 
-    def veto(self, sched, entries, rank: int, named: set[int]) -> list[list[int]]:
+    def veto(self, sched: SchedulerView, entries, rank: int, named: set[int]) -> list[list[int]]:
         """Refusal rows [rank, rid, told, SEATS_SHORT] for the rids beyond this rank's own
         count (rids in `named` were refused already)."""
         return []
@@ -82,7 +85,7 @@ class Veto(FollowerSeats):
             )
         return None
 
-    def veto(self, sched, entries, rank: int, named: set[int]) -> list[list[int]]:
+    def veto(self, sched: SchedulerView, entries, rank: int, named: set[int]) -> list[list[int]]:
         free = len(sched.cache.free)
         seats = seat_limit(free, sched.chunk_size, sched.max_batch)
         if len(entries) <= seats:

@@ -10,11 +10,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.core import Entry
 from ppx.protocol.axis import Axis, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.core import Req
+    from ppx.protocol.views import SchedulerView
 
 AXIS = Axis(
     "engine.admission.geometry",
@@ -28,7 +32,9 @@ class Geometry(Variant):
     axis = AXIS
     compares = True  # the follower checks its computed extend against rank 0's
 
-    def admit(self, sched, req, e: Entry, budget: int, held: bool) -> Entry | None:
+    def admit(
+        self, sched: SchedulerView, req: Req, e: Entry, budget: int, held: bool
+    ) -> Entry | None:
         """Admit the decision's entry `e` for `req` on this follower (`held`: it continues a
         prefill this rank holds)."""
         return sched.admit_entry(req, e.prefix_len, e.extend_len)  # truncates local to told
@@ -54,7 +60,9 @@ class Rederive(Geometry):
         why = "executes rank 0's lengths by definition)" if p.decides else "has no told)"
         return f"{cls.switch()} is a design of engine/admission=decision (engine/admission={p.name} {why}"
 
-    def admit(self, sched, req, e: Entry, budget: int, held: bool) -> Entry | None:
+    def admit(
+        self, sched: SchedulerView, req: Req, e: Entry, budget: int, held: bool
+    ) -> Entry | None:
         if held:
             return super().admit(sched, req, e, budget, held)
         sched.cache.land_prefetches()

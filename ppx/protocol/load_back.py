@@ -14,10 +14,14 @@ pending -> skipped -> empty list -> no decision -> no extent -> LOAD-BACK DEFERR
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.protocol.axis import Axis, Counter, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.core import Req
+    from ppx.protocol.views import CacheView, SchedulerView
 
 AXIS = Axis(
     "engine.kv.load_back",
@@ -38,7 +42,7 @@ class LoadBack(Variant):
     def may_load(self, rid: int) -> bool:
         return True
 
-    def match(self, cache, req) -> int:
+    def match(self, cache: CacheView, req: Req) -> int:
         """This rank's radix match of `req`; -1 while a load-back brings the rest (a match
         that found a host hit it may not load counts as deferred)."""
         may = self.may_load(req.rid)
@@ -49,7 +53,7 @@ class LoadBack(Variant):
     def published(self, rids) -> None:
         """A decision named these rids: their extents reached this rank."""
 
-    def starved(self, sched) -> str | None:
+    def starved(self, sched: SchedulerView) -> str | None:
         """Rank 0, after forming a pass: a reason to stop the run, or None."""
         return None
 
@@ -97,7 +101,7 @@ class Admitted(LoadBack):
     def published(self, rids) -> None:
         self.extents.update(rids)
 
-    def starved(self, sched) -> str | None:
+    def starved(self, sched: SchedulerView) -> str | None:
         """When requests wait, nothing is in flight and no load is under way for
         `engine.livelock_passes` passes in a row. Only this design can get here: at its own
         match a deferral always has a load behind it, which lands."""

@@ -12,10 +12,14 @@ holds mid-prefill, the number a continuation's told is compared with (the #1071 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.protocol.axis import Axis, Counter, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.core import Req
+    from ppx.protocol.views import SchedulerView
 
 AXIS = Axis(
     "engine.admission.local_extent",
@@ -33,7 +37,7 @@ class LocalExtent(Variant):
         super().__init__(cfg)
         self.staggered = 0
 
-    def held_extent(self, sched, req) -> int:
+    def held_extent(self, sched: SchedulerView, req: Req) -> int:
         return req.computed
 
     def counters(self) -> dict[str, int]:
@@ -65,7 +69,7 @@ class Completed(LocalExtent):
             )
         return None
 
-    def held_extent(self, sched, req) -> int:
+    def held_extent(self, sched: SchedulerView, req: Req) -> int:
         # chunks placed in other slots whose results have not come back yet (the slot being
         # reconciled is empty: its previous batch's output was applied before it was reused)
         ahead = sched.placed_ahead(req)

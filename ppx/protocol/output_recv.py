@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.protocol.axis import Axis, Variant
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import SchedulerView
 
 AXIS = Axis(
     "engine.ordering.output_recv",
@@ -25,7 +28,7 @@ AXIS = Axis(
 class OutputRecv(Variant):
     axis = AXIS
 
-    def owes_resident_output(self, sched, slot: int, middle: bool) -> bool:
+    def owes_resident_output(self, sched: SchedulerView, slot: int, middle: bool) -> bool:
         """With no batch in flight for `slot`: does this rank still expect its output?"""
         return False
 
@@ -50,5 +53,5 @@ class Occupancy(OutputRecv):
             )
         return None
 
-    def owes_resident_output(self, sched, slot: int, middle: bool) -> bool:
+    def owes_resident_output(self, sched: SchedulerView, slot: int, middle: bool) -> bool:
         return middle and bool(sched.running[slot])

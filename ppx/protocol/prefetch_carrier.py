@@ -13,6 +13,11 @@ retracts on a pending load and the guard defers it (#944), a design of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ppx.core import Req
+    from ppx.protocol.views import CacheView, SchedulerView
 
 PENDING = -1  # the rank's load-back is under way: no number
 CONTRADICTION = -2  # the rank's load terminated short of what it began: no number either
@@ -153,7 +158,7 @@ class Carrier:
         self.first_defer.pop(rid, None)
 
     # -- followers --------------------------------------------------------------------------
-    def stamp(self, sched, rid: int) -> list[list[int]]:
+    def stamp(self, sched: SchedulerView, rid: int) -> list[list[int]]:
         """This follower's row for the rid rank 0 asks about: looking it up starts its
         load-back here too (the log's same re-admission prefetch on every rank)."""
         req = sched.reqs.get(rid)
@@ -162,7 +167,7 @@ class Carrier:
         self.n["stamps"] += 1
         return [[self.rank, rid, *self.measure(sched.cache, req)]]
 
-    def measure(self, cache, req) -> tuple[int, int]:
+    def measure(self, cache: CacheView, req: Req) -> tuple[int, int]:
         local, matched = cache.match(req.tokens), cache.tree_match(req.tokens)
         host, key = cache.host, tuple(req.tokens[: matched + 1])
         if local < 0:

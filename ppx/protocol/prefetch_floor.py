@@ -33,13 +33,16 @@ its own. The carrier's numbers: ppx/protocol/prefetch_carrier.py.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ppx.protocol.axis import Axis, Counter, Param, Variant
 from ppx.protocol.policy import policy_of
 from ppx.protocol.prefetch_carrier import Carrier, fold, read_query
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import RankView, SchedulerView
 
 AXIS = Axis(
     "engine.admission.prefetch_floor",
@@ -157,7 +160,7 @@ def lap_aux(msg, carrier: Carrier, has_entries: bool) -> tuple[int, ...]:
     return (rid, *fold(mine, list(range(1, carrier.world))))
 
 
-def tp_row(carrier: Carrier, sched, rid: int, world: int) -> torch.Tensor:
+def tp_row(carrier: Carrier, sched: SchedulerView, rid: int, world: int) -> torch.Tensor:
     """The TP phase: this rank's row for the rid rank 0 named in the pass header, in the
     (world, 4) tensor every rank all-reduces. A follower writes only its own row; rank 0 and a
     silent follower leave theirs zero, and the fold reads a row only where its first column
@@ -179,7 +182,7 @@ def tp_absorb(carrier: Carrier, rid: int, rows: torch.Tensor) -> None:
     carrier.absorb((rid, *fold(mine, list(range(1, carrier.world)))))
 
 
-def admit_on_floor(ctx, carrier: Carrier, rid: int, want: int) -> int | None:
+def admit_on_floor(ctx: RankView, carrier: Carrier, rid: int, want: int) -> int | None:
     """Rank 0 (the policy's clamp): the prefix to tell for `rid`, or None to defer it."""
     now = ctx.t.now()
     v = carrier.admit(rid, want, now)

@@ -27,10 +27,14 @@ voided, and its void restores the other slot's snapshot. boot_798 never served a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.protocol.axis import Axis, Counter, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.core import Req
+    from ppx.protocol.views import SchedulerView
 
 AXIS = Axis(
     "engine.admission.reconcile",
@@ -74,23 +78,23 @@ class Reconcile(Variant):
         text = ", ".join(self.places)
         return text + (f" (never the {' or the '.join(self.unread)})" if self.unread else "")
 
-    def rehome(self, sched, req) -> None:
+    def rehome(self, sched: SchedulerView, req: Req) -> None:
         """A fresh admission names `req`, which this rank holds outside its waiting queue (a
         void kept it in a slot's running batch, engine.admission.void=keep_running): the
         kept copy goes back to the queue (its computed KV stays in the tree) and the
         decision runs as told."""
         sched.requeue(req)
 
-    def held_chunked(self, sched, req, parks: bool) -> bool:
+    def held_chunked(self, sched: SchedulerView, req: Req, parks: bool) -> bool:
         """Does this rank hold `req` mid-prefill, as this lookup sees it? (`parks`: a void
         keeps such a request in place, engine.admission.void=keep.)"""
         return req is sched.chunked
 
-    def missed(self, sched, req, e, parks: bool) -> bool:
+    def missed(self, sched: SchedulerView, req: Req, e, parks: bool) -> bool:
         """The lookup found `req` nowhere it reads (a miss, not a measurement)."""
         return False
 
-    def repoint(self, sched, req) -> None:
+    def repoint(self, sched: SchedulerView, req: Req) -> None:
         """The slot's own request answered where the scheduler-wide pointer had been restored
         to another slot's snapshot: it is this pass's chunked request again."""
         self.slot_answers += 1
@@ -104,7 +108,7 @@ class Reconcile(Variant):
         }
 
 
-def fresh_miss(sched, req, e, held: bool) -> bool:
+def fresh_miss(sched: SchedulerView, req: Req, e, held: bool) -> bool:
     """A fresh admission of a rid this rank neither holds mid-prefill nor has in its waiting
     queue: the log's lookup chain (waiting queue -> chunked_req -> the slot's request) found
     it nowhere."""
@@ -118,7 +122,7 @@ class SlotScoped(Reconcile):
     places = (*Reconcile.places, "slot")
     unread = ("running batch",)
 
-    def held_chunked(self, sched, req, parks: bool) -> bool:
+    def held_chunked(self, sched: SchedulerView, req: Req, parks: bool) -> bool:
         # the slot's own continuation (per_slot: its cell; one: the pointer, the same thing)
         return req is sched.cont() or (parks and sched.holds_mid_prefill(req))
 
@@ -126,7 +130,7 @@ class SlotScoped(Reconcile):
     def refuse(cls, cfg: Any) -> str | None:
         return means_nothing(cls.switch(), cfg)
 
-    def missed(self, sched, req, e, parks: bool) -> bool:
+    def missed(self, sched: SchedulerView, req: Req, e, parks: bool) -> bool:
         if fresh_miss(sched, req, e, self.held_chunked(sched, req, parks)):
             self.misses += 1  # the running batch is the one place this chain never reads
             return True
@@ -144,7 +148,7 @@ class RunningBatch(SlotScoped):
     def refuse(cls, cfg: Any) -> str | None:
         return None  # the default: with no void that keeps a finished prefill it is `slot`
 
-    def missed(self, sched, req, e, parks: bool) -> bool:
+    def missed(self, sched: SchedulerView, req: Req, e, parks: bool) -> bool:
         if fresh_miss(sched, req, e, self.held_chunked(sched, req, parks)) and (
             sched.holds_running(req)
         ):
@@ -169,7 +173,7 @@ class SchedulerWide(Reconcile):
             )
         return None
 
-    def missed(self, sched, req, e, parks: bool) -> bool:
+    def missed(self, sched: SchedulerView, req: Req, e, parks: bool) -> bool:
         if self.held_chunked(sched, req, parks):
             return False
         if e.continues or req not in sched.waiting:

@@ -16,11 +16,14 @@ it cannot honour some of rank 0's entries (sgl-project#791, #791c).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.core import Entry
 from ppx.protocol.axis import Axis, Counter, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import FollowerView
 
 AXIS = Axis(
     "engine.admission.retraction",
@@ -38,7 +41,9 @@ class Retraction(Variant):
         super().__init__(cfg)
         self.exclusions = 0
 
-    def settle(self, follower, p, entries: list[Entry], obs: list[list[int]]) -> list[Entry] | None:
+    def settle(
+        self, follower: FollowerView, p, entries: list[Entry], obs: list[list[int]]
+    ) -> list[Entry] | None:
         """The entries this follower still runs after `obs` ([rank, rid, told, local] rows it
         cannot honour), or None when the pass is retracted as a whole."""
         follower.retract(p, entries, obs)
@@ -67,7 +72,9 @@ class Partial(Retraction):
         why = "executes rank 0's rows and refuses instead" if p.decides else "never retracts"
         return f"{cls.switch()} is a design of engine/admission=decision ({p.name} {why})"
 
-    def settle(self, follower, p, entries: list[Entry], obs: list[list[int]]) -> list[Entry] | None:
+    def settle(
+        self, follower: FollowerView, p, entries: list[Entry], obs: list[list[int]]
+    ) -> list[Entry] | None:
         follower.warn_each(p, obs, "retract")
         excluded = {row[1] for row in obs}
         self.exclusions += len(excluded)

@@ -23,10 +23,13 @@ request whose tree the same cutover dropped (boot 31).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.protocol.axis import Axis, Counter, Variant
 from ppx.protocol.policy import policy_of
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import RankView
 
 AXIS = Axis(
     "engine.admission.told_scope",
@@ -70,7 +73,7 @@ class ToldScope(Variant):
     def stamp(self, rid: int, told: int, epoch: int) -> None:
         self.rows[rid] = (told, epoch)
 
-    def check(self, ctx, rid: int, local: int, told_now: int) -> None:
+    def check(self, ctx: RankView, rid: int, local: int, told_now: int) -> None:
         """At an admission of `rid` on a follower: a row stamped in another epoch (a cutover
         dropped the trees since) is applied or refused by the gate. Rows of this epoch are
         re-stamped by this pass's own decision."""
@@ -79,7 +82,7 @@ class ToldScope(Variant):
             return
         self._apply(ctx, rid, row, local, f"this pass told {told_now}")
 
-    def readmit(self, ctx, rid: int, local: int) -> None:
+    def readmit(self, ctx: RankView, rid: int, local: int) -> None:
         """A cutover re-admits its resident `rid` after dropping the tree (`local` is what
         the new tree holds of it): the row is applied unless the epoch gate refuses it."""
         row = self.rows.get(rid)
@@ -87,7 +90,7 @@ class ToldScope(Variant):
             why = f"re-admitted by the cutover (flip.epoch_advance={self.epoch_advance})"
             self._apply(ctx, rid, row, local, why)
 
-    def _apply(self, ctx, rid: int, row: tuple[int, int], local: int, why: str) -> None:
+    def _apply(self, ctx: RankView, rid: int, row: tuple[int, int], local: int, why: str) -> None:
         if self.gated and row[1] != ctx.epoch:
             self.ignored_stale += 1
             del self.rows[rid]

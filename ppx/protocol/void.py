@@ -19,10 +19,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.protocol.axis import Axis, Counter, Variant
 from ppx.protocol.reconcile import means_nothing
+
+if TYPE_CHECKING:
+    from ppx.protocol.views import SchedulerView
 
 AXIS = Axis(
     "engine.admission.void",
@@ -41,7 +44,7 @@ class VoidMode(Variant):
         super().__init__(cfg)
         self.kept = 0
 
-    def void(self, sched, batch, first: bool = False) -> list:
+    def void(self, sched: SchedulerView, batch, first: bool = False) -> list:
         """Undo a voided pass on this rank (`first`: rank 0, which decides); returns the
         requests put back in the queue."""
         return sched.void(batch)
@@ -66,7 +69,7 @@ class Keep(VoidMode):
     def refuse(cls, cfg: Any) -> str | None:
         return means_nothing(cls.switch(), cfg)
 
-    def void(self, sched, batch, first: bool = False) -> list:
+    def void(self, sched: SchedulerView, batch, first: bool = False) -> list:
         before = sched.chunked_before[batch.slot]
         # only a request still resident mid-prefill is the scheduler's (an earlier void may
         # have re-queued it: restoring that one would queue it twice)
@@ -102,7 +105,7 @@ class KeepRunning(VoidMode):
             )
         return None
 
-    def void(self, sched, batch, first: bool = False) -> list:
+    def void(self, sched: SchedulerView, batch, first: bool = False) -> list:
         kept = set()
         for e in [] if first else batch.entries:  # rank 0 re-queues: it re-offers the rid
             req = sched.reqs.get(e.rid)

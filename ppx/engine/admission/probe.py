@@ -74,7 +74,7 @@ class RowProbeStep:
         locatable now; the hop itself (flags, forwarding) is the chain step's when its pass
         comes (the hops read ahead wait in order)."""
         ctx = self.ctx
-        held = ctx.ch.held.pop((ctx.prev, int(Kind.CHAIN)), None) or []
+        held = list(ctx.ch.held.pop((ctx.prev, int(Kind.CHAIN)), ()))
         msg = ctx.ch.recv(ctx.prev, Kind.CHAIN, -1, pass_id + len(held))
         for m in [*held, msg]:
             ctx.ch.hold(ctx.prev, m)

@@ -6,11 +6,16 @@ proxy whose width does not match the batch, or a receive that is never matched.
 
 from __future__ import annotations
 
-from ppx.engine.admission.base import Policy
+from typing import TYPE_CHECKING
+
+from ppx.engine.admission.base import Admission
+
+if TYPE_CHECKING:
+    from ppx.engine.loop import PassState
 
 
-class RankLocal(Policy):
+class RankLocal(Admission):
     name = "rank_local"
 
-    def schedule(self, p) -> None:
-        p.batch = self.local_prefill(p.slot, p.pass_id)
+    def schedule(self, p: PassState) -> None:
+        p.batch = self.prefill.form(p.slot, p.pass_id)
