@@ -24,9 +24,6 @@ HEAD_TRIES = 3
 
 
 def _start_head(cpus: int):
-    # a private head: no token to mint and store (read when ray is first imported: a process
-    # that starts a head imports ray here, or in connect() after it)
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     from ray.cluster_utils import Cluster
 
     before = descendants()
@@ -55,6 +52,8 @@ def local_head(cpus: int) -> Iterator[str]:
     """A head node on this machine with `cpus` worker CPUs (Ray runs one worker process per
     CPU a task holds); yields its address, and on exit disconnects and stops every process
     it started (raylet, GCS, agents, workers)."""
+    # a private head: no token to mint and store (read when ray is first imported)
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
 
     head = _start_head(cpus)
