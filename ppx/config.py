@@ -85,6 +85,8 @@ class AdmissionCfg:
 class OrderingCfg:
     name: str = "upstream"
     steps: list[Any] = field(default_factory=list)
+    # rank number | first | middle | last | even | odd -> that rank's own steps (ordering.py)
+    per_rank: dict[str, Any] = field(default_factory=dict)
     output_recv: str = default("engine.ordering.output_recv")
     void_relay: str = default("engine.ordering.void_relay")
 

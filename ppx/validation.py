@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 from ppx.config import ConfigError, PPXConfig
 from ppx.protocol import registry
 from ppx.protocol.axis import select
-from ppx.protocol.ordering import has_decision_step, parse_ordering
+from ppx.protocol.ordering import check_per_rank, flat, has_decision_step, parse_ordering
 from ppx.protocol.policy import policy_of
 from ppx.switch import Switch
 
@@ -182,19 +182,44 @@ def validate_switches(merged: DictConfig) -> None:
 def validate_protocol(merged: DictConfig) -> None:
     """The ordering's steps, then every protocol switch: a value that names no design, or a
     design that cannot mean anything with the rest of the config (ppx/protocol/registry.py)."""
+    o = merged.engine.ordering
+    extra = tuple(registry.pass_steps())  # the pass steps designs add to the vocabulary
     try:
-        parse_ordering(list(merged.engine.ordering.steps))
+        parse_ordering(list(o.steps), extra)
     except ValueError as e:
         raise ConfigError(f"engine.ordering.steps: {e}") from None
+    try:
+        check_per_rank(dict(o.per_rank), extra)
+    except ValueError as e:
+        raise ConfigError(f"engine.ordering.{e}") from None
     why = registry.refusal(merged)
     if why is not None:
         raise ConfigError(why)
-    o, policy = merged.engine.ordering, policy_of(merged)
-    if policy.decides and not has_decision_step(list(o.steps)):
-        raise ConfigError(
-            f"engine/ordering={o.name} has no decision step, which "
-            f"engine/admission={policy.name} needs (try engine/ordering=decision_first)"
-        )
+    policy = policy_of(merged)
+    for key, steps in [("", o.steps), *((f" in per_rank.{k}", v) for k, v in o.per_rank.items())]:
+        if policy.decides and not has_decision_step(list(steps), extra):
+            raise ConfigError(
+                f"engine/ordering={o.name} has no decision step{key}, which "
+                f"engine/admission={policy.name} needs (try engine/ordering=decision_first)"
+            )
+        for step in flat(parse_ordering(list(steps), extra)):
+            if (why := _unrun_step(merged, step.name)) is not None:
+                raise ConfigError(why)
+
+
+def _unrun_step(merged: DictConfig, name: str) -> str | None:
+    """A design's pass step named while its axis runs another design: nothing would run it."""
+    runs = registry.pass_steps().get(name)
+    if runs is None:
+        return None
+    chosen = {registry.design(merged, v.axis.key) for v in runs}
+    if chosen & set(runs):
+        return None
+    return (
+        f"engine.ordering names the pass step {name!r}, which only "
+        f"{' | '.join(v.switch() for v in runs)} runs; this config chose "
+        f"{', '.join(c.switch() for c in chosen)}"
+    )
 
 
 def validate_explore(merged: DictConfig) -> None:

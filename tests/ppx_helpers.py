@@ -265,3 +265,11 @@ def serve_once(cache, rid: int, tokens: list[int]) -> None:
     cache.commit(r)
     r.output.append(0)
     cache.release(r)
+
+
+def upstream_rule(ctx, second: str = "mint"):
+    """The upstream rule (ppx/engine/admission/prefill.py) over a bare context holding a
+    scheduler: rank 0's own match, unclamped; `second` the #959 design (`mint`: nothing asks)."""
+    from ppx.engine.admission.prefill import LocalPrefill, Offer
+
+    return LocalPrefill(ctx, Offer(ctx), design("engine.admission.second_continuation", second))

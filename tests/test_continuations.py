@@ -19,10 +19,10 @@ from __future__ import annotations
 import ast
 
 import pytest
-from ppx_helpers import assert_refused, design, on_gloo
+from ppx_helpers import assert_refused, design, on_gloo, upstream_rule
 
 from ppx.core import UNRESOLVED, Entry, Req, SlotBatch, StopRun
-from ppx.engine.admission.base import Policy
+from ppx.engine.admission.prefill import LocalPrefill
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.scheduler import Scheduler
 
@@ -96,7 +96,7 @@ class _Loop:
         self.sched = sched
 
 
-def _tp_after_the_cutover(resident: bool) -> tuple[Scheduler, Policy, Req, Req]:
+def _tp_after_the_cutover(resident: bool) -> tuple[Scheduler, LocalPrefill, Req, Req]:
     """The TP plan's scheduler: its one cell empty, a continuation carried un-retracted with
     no cell (resident: 32 of 100 computed), a fresh 80-token request waiting."""
     s = _sched(1)
@@ -107,7 +107,7 @@ def _tp_after_the_cutover(resident: bool) -> tuple[Scheduler, Policy, Req, Req]:
         s.waiting.remove(carried)
         s.cache.extend(carried, 32)
         s.cache.commit(carried)
-    return s, Policy(_Loop(s)), carried, fresh
+    return s, upstream_rule(_Loop(s)), carried, fresh
 
 
 def _guarded(name: str, resident: bool = True):
@@ -120,7 +120,7 @@ def test_red_without_the_guard_a_second_continuation_is_minted_and_named():
     s, pol, carried, fresh = _guarded("mint")
     assert s.strays() == [carried] and s.cont() is None  # the precondition is reachable
     with pytest.raises(StopRun) as e:
-        pol.local_prefill(0, 0)
+        pol.form(0, 0)
     assert str(e.value).startswith(
         "#959 second continuation: rid 3 minted as a continuation while rid 1 (computed 32 "
         "of 100) is resident mid-prefill -- the fork's `assert self.chunked_req is None`"
@@ -129,7 +129,7 @@ def test_red_without_the_guard_a_second_continuation_is_minted_and_named():
 
 def test_green_the_fresh_request_waits_and_the_resident_continues_untouched():
     s, pol, carried, fresh = _guarded("refuse")
-    b = pol.local_prefill(0, 0)
+    b = pol.form(0, 0)
     assert [(e.rid, e.prefix_len, e.extend_len, e.continues) for e in b.entries] == [
         (1, 32, CHUNK, True)  # no re-prefill of what it computed
     ]
@@ -139,7 +139,7 @@ def test_green_the_fresh_request_waits_and_the_resident_continues_untouched():
 
 def test_the_guard_does_not_fire_when_nothing_is_resident_and_is_the_default():
     s, pol, _, fresh = _guarded("refuse", resident=False)
-    b = pol.local_prefill(0, 0)
+    b = pol.form(0, 0)
     assert b.entries[0].rid == 1 and s.cont().rid == 1  # the queue's head is chunked as ever
     assert pol.second.counters() == {"second_continuation_refusals": 0}
     from ppx.protocol.registry import default

@@ -10,9 +10,10 @@ import dataclasses
 
 import pytest
 import torch
+from ppx_helpers import upstream_rule
 
 from ppx.core import Kind, Message, Req
-from ppx.engine.admission.base import Policy
+from ppx.engine.admission.prefill import LocalPrefill
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.channels import HEADER_LEN, decode_header, encode_header
 from ppx.engine.scheduler import Scheduler
@@ -23,12 +24,12 @@ class _Ctx:
         self.sched = sched
 
 
-def _decoding(n: int = 5, chunk: int = 64) -> tuple[Scheduler, Policy]:
+def _decoding(n: int = 5, chunk: int = 64) -> tuple[Scheduler, LocalPrefill]:
     """A scheduler whose slot 0 holds `n` decoding requests of different lengths."""
     s = Scheduler(KVCache(1, 512, 1, 2, 8, 128), 1, chunk, 8)
-    pol = Policy(_Ctx(s))
+    pol = upstream_rule(_Ctx(s))
     s.add([Req(i, list(range(1, 4 + 2 * i)), max_new=6) for i in range(n)])
-    b = pol.local_prefill(0, 0)
+    b = pol.form(0, 0)
     s.after_launch(b)
     s.apply_output(0, [7] * n)
     return s, pol
@@ -50,7 +51,7 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("first", [True, False])
 def test_decode_inputs_equal_the_general_path(first):
     s, pol = _decoding()
-    d = pol.local_prefill(0, 1)
+    d = pol.form(0, 1)
     assert d.mode == "decode"
     fast = s.inputs(d, first)
     assert _same(fast, _general_inputs(s, d, first))
@@ -59,7 +60,7 @@ def test_decode_inputs_equal_the_general_path(first):
 
 def test_decode_inputs_red_arm_a_different_token_is_seen():
     s, pol = _decoding()
-    d = pol.local_prefill(0, 1)
+    d = pol.form(0, 1)
     fast = s.inputs(d, True)
     s.reqs[d.entries[0].rid].output[-1] = 99  # the general path now reads another token
     assert not _same(fast, _general_inputs(s, d, True))
@@ -69,7 +70,7 @@ def _rows_after_decode(batched: bool) -> torch.Tensor:
     s, pol = _decoding()
     if not batched:  # the per-request writes, as before `batched_rows`
         s.cache.batched_rows = _unbatched
-    pol.local_prefill(0, 1)
+    pol.form(0, 1)
     return s.cache.req_to_token.clone()
 
 

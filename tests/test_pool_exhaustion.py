@@ -10,9 +10,10 @@ the request to its end raises; green arm: the request is not admitted until it f
 from __future__ import annotations
 
 import pytest
+from ppx_helpers import upstream_rule
 
 from ppx.core import Req
-from ppx.engine.admission.base import Policy
+from ppx.engine.admission.prefill import LocalPrefill
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.scheduler import Scheduler
 
@@ -22,8 +23,8 @@ class _Ctx:
         self.sched = sched
 
 
-def _run(s: Scheduler, pol: Policy, slot: int, pass_id: int):
-    b = pol.local_prefill(slot, pass_id)
+def _run(s: Scheduler, pol: LocalPrefill, slot: int, pass_id: int):
+    b = pol.form(slot, pass_id)
     if b is None:
         return None
     s.after_launch(b)
@@ -31,10 +32,10 @@ def _run(s: Scheduler, pol: Policy, slot: int, pass_id: int):
     return b
 
 
-def _warm() -> tuple[Scheduler, Policy, list[int]]:
+def _warm() -> tuple[Scheduler, LocalPrefill, list[int]]:
     """A 40-slot pool whose tree holds a 39-token sequence, every slot of it evictable."""
     s = Scheduler(KVCache(1, 40, 1, 2, 8, 64), 1, 64, 8)
-    pol = Policy(_Ctx(s))
+    pol = upstream_rule(_Ctx(s))
     prompt = list(range(1, 40))
     s.add([Req(0, prompt, max_new=1)])
     _run(s, pol, 0, 0)

@@ -84,15 +84,26 @@ def _engine_sources():
                 yield os.path.join(d, f)
 
 
-def _string_switch_reads(src: str) -> list[str]:
-    """Lines comparing a protocol switch's value with a literal, outside the registry."""
-    values = {str(n) for _, designs in AXES.values() for n in designs if isinstance(n, str)}
-    keys = {k.rsplit(".", 1)[1] for k in AXES}
+def _string_switch_reads(src: str, axes: dict | None = None) -> list[str]:
+    """Lines comparing a protocol switch's value with one of THAT switch's designs, outside
+    the registry. A key's last name alone identifies it only when no other key ends in it
+    (`batch_order`); a shared one (`name`: engine.admission.name, engine.guard.name, ...)
+    needs its parent too (`guard.name`), so `lg.name == "none"` is no switch read even
+    where some axis has a design called `none`."""
+    axes = AXES if axes is None else axes
+    last: dict[str, int] = {}
+    for k in axes:
+        last[k.rsplit(".", 1)[1]] = last.get(k.rsplit(".", 1)[1], 0) + 1
     bad = []
     for line in src.splitlines():
-        m = re.search(r"\.(\w+)\s*(?:==|!=|in|not in)\s*\(?\s*[\"'](\w+)[\"']", line)
-        if m and m.group(1) in keys and m.group(2) in values:
-            bad.append(line.strip())
+        for m in re.finditer(r"([\w.]+)\s*(?:==|!=|in|not in)\s*\(?\s*[\"'](\w+)[\"']", line):
+            chain, value = m.group(1), m.group(2)
+            for key, (_, designs) in axes.items():
+                parts = key.split(".")
+                tail = parts[-1] if last[parts[-1]] == 1 else ".".join(parts[-2:])
+                if (chain == tail or chain.endswith("." + tail)) and value in designs:
+                    bad.append(line.strip())
+                    break
     return bad
 
 
@@ -106,6 +117,18 @@ def test_the_literal_check_sees_one():
     old = 'self.queue_order = cfg.engine.admission.batch_order == "queue"'
     assert _string_switch_reads(old) == [old]
     assert _string_switch_reads('if p.batch.mode == "prefill":') == []
+    guard = 'if cfg.engine.guard.name == "rid":'
+    assert _string_switch_reads(guard) == [guard]
+
+
+def test_the_literal_check_is_scoped_to_switch_keys():
+    """A design named `none` on one axis does not make every `.name == "none"` a switch read
+    (the false positive a new user met); the same comparison on that axis's key still is."""
+    axes = {**AXES, "engine.widget.name": (None, {"none": object, "fast": object})}
+    assert _string_switch_reads('if lg.name == "none":', axes) == []
+    assert _string_switch_reads('if cfg.logger.name == "none":', axes) == []
+    read = 'if cfg.engine.widget.name == "none":'
+    assert _string_switch_reads(read, axes) == [read]
 
 
 def _config_fields() -> set[str]:

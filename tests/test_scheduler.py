@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ppx_helpers import upstream_rule
+
 from ppx.core import Req
-from ppx.engine.admission.base import Policy
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.scheduler import Scheduler
 
@@ -16,36 +17,36 @@ class _Loop:
 def _sched(chunk=8, slots=2):
     cache = KVCache(1, 256, 1, 2, 8, 128)
     s = Scheduler(cache, slots, chunk, 8)
-    return s, Policy(_Loop(s))
+    return s, upstream_rule(_Loop(s))
 
 
 def test_chunked_prefill_spans_passes_and_pins_to_final_slot():
     s, pol = _sched(chunk=8, slots=2)
     s.add([Req(0, list(range(1, 21)), max_new=3)])  # 20 tokens -> 8 + 8 + 4
-    b0 = pol.local_prefill(0, 0)
+    b0 = pol.form(0, 0)
     assert b0.entries[0].extend_len == 8 and not b0.entries[0].final
     s.after_launch(b0)
     s.apply_output(0, [])  # a middle chunk samples nothing
-    b1 = pol.local_prefill(1, 1)
+    b1 = pol.form(1, 1)
     assert b1.entries[0].prefix_len == 8 and not b1.entries[0].final
     s.after_launch(b1)
     s.apply_output(1, [])
-    b2 = pol.local_prefill(0, 2)
+    b2 = pol.form(0, 2)
     assert b2.entries[0].final and b2.entries[0].extend_len == 4
     s.after_launch(b2)
     s.apply_output(0, [42])
     assert s.reqs[0].slot == 0 and s.running[0] == [s.reqs[0]]
-    d = pol.local_prefill(0, 4)
+    d = pol.form(0, 4)
     assert d.mode == "decode" and d.entries[0].prefix_len == 20
 
 
 def test_void_requeues_each_request_once_and_keeps_tokens():
     s, pol = _sched(chunk=64, slots=1)
     s.add([Req(0, [1, 2, 3], 4), Req(1, [4, 5, 6], 4)])
-    b = pol.local_prefill(0, 0)
+    b = pol.form(0, 0)
     assert b.num_reqs == 2
     s.void(b)  # placed, never launched: the allocation is rolled back
     assert [r.rid for r in s.waiting] == [0, 1]
     assert s.cache.ledger()["num_violations"] == 0 and s.cache.reserved == 0
-    b = pol.local_prefill(0, 1)
+    b = pol.form(0, 1)
     assert b.rids == [0, 1]

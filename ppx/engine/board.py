@@ -61,10 +61,15 @@ class Op(IntEnum):
     PULL = 6
     READY = 7
     CONNECT = 8  # a communicator's creation, waiting for its other members (sim nccl)
+    COLLECTIVE = 9  # a world collective of the pass (ordering step `collective`): every peer
 
     @property
     def label(self) -> str:
         return self.name.lower()
+
+
+# the peer of a blocked-on record that waits on every other rank (a world collective)
+ALL_PEERS = -2
 
 
 class State(IntEnum):

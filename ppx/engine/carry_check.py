@@ -20,6 +20,8 @@ from ppx.engine.model.factory import reference, stage_range
 if TYPE_CHECKING:
     from ppx.core import Req
     from ppx.engine.cache.kv import KVCache
+    from ppx.engine.model.hashed import HashReference
+    from ppx.engine.model.llama import Reference
 
 ATOL = 1e-3  # float32 K/V of a batched kernel vs the reference: a few 1e-6 in practice
 
@@ -29,20 +31,21 @@ class CarryCheck:
 
     def __init__(self, cfg, rank: int, world: int) -> None:
         self.cfg, self.rank, self.world = cfg, rank, world
-        self.ref = None
+        self.ref: Reference | HashReference | None = None
         self.checked = 0  # carried rows compared (a count the summary can show)
 
     def first_difference(self, cache: KVCache, req: Req, target: str) -> str | None:
         """None when `req`'s rows in `cache` (the `target` layout) are what a fresh prefill
         writes; else one line naming the request, layer, head and position."""
-        if self.ref is None:
-            self.ref = reference(self.cfg)
-        d = self.ref.d
+        ref = self.ref
+        if ref is None:
+            ref = self.ref = reference(self.cfg)
+        d = ref.d
         first, last = stage_range(d.layers, target, self.rank, self.world)
         local = d.kv_heads // self.world if target == "tp" else d.kv_heads
         h0 = self.rank * local if target == "tp" else 0
         n = req.computed
-        want = self.ref.kv(req.tokens[:n], first, last, range(h0, h0 + local)).float()
+        want = ref.kv(req.tokens[:n], first, last, range(h0, h0 + local)).float()
         got = held_block(cache, req).float()
         self.checked += n
         if got.shape != want.shape:

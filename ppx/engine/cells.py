@@ -11,12 +11,18 @@ the world of sgl-project#798, where a slot-blind reconcile reads the pointer.
 
 from __future__ import annotations
 
+from collections.abc import Set
+from typing import TYPE_CHECKING
+
 from ppx.core import Req, StopRun
+
+if TYPE_CHECKING:
+    from collections import deque
 
 
 class Cells:
     chunked: Req | None
-    waiting: object
+    waiting: deque[Req]
     reqs: dict[int, Req]
     num_slots: int
 
@@ -90,7 +96,7 @@ class Cells:
             req.row >= 0 and req.slot < 0 and req not in self.waiting and req.computed < req.seq_len
         )
 
-    def strays(self, but: set[int] = frozenset()) -> list[Req]:
+    def strays(self, but: Set[int] = frozenset()) -> list[Req]:
         """Requests resident mid-prefill that no pointer or cell names (a continuation that
         survived a cutover un-retracted into a phase with fewer cells), rids in `but` aside."""
         named = self.continuations()

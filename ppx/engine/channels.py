@@ -23,9 +23,9 @@ import torch
 from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
 from ppx.engine.transport.base import Transport
+from ppx.header import MAX_AUX
 
 MAX_TENSORS = 4
-MAX_AUX = 4
 _META = 4  # dtype, d0, d1, d2 per tensor
 HEADER_LEN = 8 + MAX_AUX + MAX_TENSORS * _META
 _DTYPES = [torch.int64, torch.float32, torch.bfloat16, torch.float16, torch.int32]
@@ -186,8 +186,9 @@ class Channels:
             msg, metas = box.popleft()
             return self._pull(src, msg, metas)
         seq = self.seq_in[(src, int(kind))]
-        if self.readiness_budget_s is not None:
-            self._await_evidence(src, kind, slot, pass_id, seq)
+        budget_s = self.readiness_budget_s
+        if budget_s is not None:
+            self._await_evidence(src, kind, slot, pass_id, seq, budget_s)
         since = self.board.block(Op.RECV, src, kind, slot, pass_id, seq, width)
         while True:
             msg, metas = self._read_header(src)
@@ -198,21 +199,24 @@ class Channels:
         self.board.unblock(Op.RECV, src, kind, slot, pass_id, seq, since)
         return msg
 
-    def _await_evidence(self, src: int, kind: Kind, slot: int, pass_id: int, seq: int) -> None:
+    def _await_evidence(
+        self, src: int, kind: Kind, slot: int, pass_id: int, seq: int, budget_s: float
+    ) -> None:
         """The readiness contract: before a blocking receive, positive evidence that `src`
-        posted it (its sent counter moved past what we consumed, or the inbox holds it).
+        posted it (its sent counter moved past what we consumed, or the inbox holds it) within
+        `budget_s` (the readiness design's budget).
         Reads shared counters, never the gloo wire; an exhausted budget is a named stop
         instead of a silent forever-block."""
         if self.ready(src, kind):
             return
         since = self.board.block(Op.READY, src, kind, slot, pass_id, seq)
-        deadline = self.t.now() + self.readiness_budget_s
+        deadline = self.t.now() + budget_s
         # one wait on the condition (the simulator's is one scheduling point, gloo's a poll)
         if not self.t.wait_for(
             lambda: self.ready(src, kind), f"ready {kind.label} from rank{src}", deadline
         ):
             raise StopRun(
-                f"readiness: rank{self.rank} waited {self.readiness_budget_s}s for {kind.label} "
+                f"readiness: rank{self.rank} waited {budget_s}s for {kind.label} "
                 f"seq={seq} (slot={slot} pass={pass_id}) from rank{src}: sent="
                 f"{self.board.peer_sent(src, kind)} consumed={int(self.board.consumed[src, kind])}"
             )

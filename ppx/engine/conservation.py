@@ -67,10 +67,10 @@ class Conservation:
         idle = pass_id - self.last_commit
         if self.rank == 0 and self.stall_passes > 0 and idle > self.stall_passes:
             rids = sorted(self.seen)
-            where = {rid: self.seen[rid][0] for rid in rids[:4]}
+            held_at = {rid: self.seen[rid][0] for rid in rids[:4]}
             return (
                 f"{STALLED}{len(rids)} requests outstanding {rids[:8]}, no token committed "
                 f"for {idle} passes (engine.stall_passes={self.stall_passes}), ranks "
-                f"still running passes (no cycle); held at {where}"
+                f"still running passes (no cycle); held at {held_at}"
             )
         return None

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ppx.engine.board import RankBoard
     from ppx.engine.cache.kv import KVCache
     from ppx.engine.channels import Channels
-    from ppx.engine.model.llama import StageModel
+    from ppx.engine.model.stage import Stage
     from ppx.engine.scheduler import Scheduler
     from ppx.engine.transport.base import Transport
     from ppx.telemetry.events import EventLog
@@ -29,7 +29,7 @@ class Plan:
     """What this rank runs in its current phase (replaced whole at a flip's cutover)."""
 
     phase: str  # "pp" | "tp"
-    model: StageModel
+    model: Stage
     cache: KVCache
     sched: Scheduler
     num_slots: int  # S = pp in the PP phase, 1 in the TP phase
@@ -55,24 +55,31 @@ class RankContext:
         self.stop_reason: str | None = None
 
     @property
+    def current(self) -> Plan:
+        """The plan in force: the planner installs one before the first pass and replaces it
+        at every cutover, so only code run before the rank booted finds none."""
+        assert self.plan is not None, f"rank{self.rank} has no plan yet (Planner.switch)"
+        return self.plan
+
+    @property
     def phase(self) -> str:
-        return self.plan.phase
+        return self.current.phase
 
     @property
     def sched(self) -> Scheduler:
-        return self.plan.sched
+        return self.current.sched
 
     @property
     def cache(self) -> KVCache:
-        return self.plan.cache
+        return self.current.cache
 
     @property
-    def model(self) -> StageModel:
-        return self.plan.model
+    def model(self) -> Stage:
+        return self.current.model
 
     @property
     def num_slots(self) -> int:
-        return self.plan.num_slots
+        return self.current.num_slots
 
     def stop(self, reason: str, p=None) -> NoReturn:
         """End the run with a named reason (verdict `stopped`, or `livelocked`)."""

@@ -26,7 +26,9 @@ def forward_inputs(sched: Scheduled, batch: SlotBatch, first_stage: bool) -> For
     """What a stage's forward needs for `batch`, resolved against this rank's cache."""
     if batch.mode == "decode" and all(e.extend_len == 1 and e.final for e in batch.entries):
         return _decode_inputs(sched, batch, first_stage)
-    pos, ids, rows, prefix, qo, sample = [], [], [], [], [0], []
+    pos: list[int] = []
+    ids: list[int] = []
+    rows, prefix, qo, sample = [], [], [0], []
     for e in batch.entries:
         req = sched.reqs[e.rid]
         pos += range(e.prefix_len, e.end)

@@ -11,14 +11,15 @@ strategy, the width check and the result applier; they read no switch themselves
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
 
 from ppx.core import Flag, Kind, Message, SlotBatch, StopRun
-from ppx.engine.board import F, Op
+from ppx.engine.board import ALL_PEERS, F, Op
 from ppx.engine.codec import chain_message, decode_requests
 from ppx.engine.faults.retract import NoRetract
 from ppx.protocol.ordering import Step
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ppx.engine.intake import Intake
     from ppx.engine.results import Results
     from ppx.engine.ring import Ring
+    from ppx.protocol.axis import Variant
     from ppx.protocol.width_check import WidthCheck
 
 
@@ -73,7 +75,20 @@ class PassSteps:
             "output": self.step_output,
             "lap": self.step_lap,
             "flush": self.step_flush,
+            "collective": self.step_collective,
+            "group": self.step_group,
         }
+        self.collectives = 0  # this rank's count of pass collectives: the record's seq
+
+    def hook_designs(self, designs: Iterable[Variant]) -> None:
+        """The pass steps the chosen designs add (Variant.pass_steps): an ordering names them
+        like the built-in ones, and the pass runs the design's `run_step` there."""
+        for design in designs:
+            for name in type(design).pass_steps:
+                self.table[name] = partial(self._design_step, design, name)
+
+    def _design_step(self, design: Variant, name: str, p: PassState, step: Step) -> None:
+        design.run_step(name, self.ctx, p)
 
     def run(self, p: PassState) -> None:
         table = self.table
@@ -127,9 +142,10 @@ class PassSteps:
 
     def log_admits(self, p: PassState) -> None:
         ctx = self.ctx
-        for rid, prefix in ctx.sched.admitted:
+        admitted = ctx.sched.moves.admitted
+        for rid, prefix in admitted:
             ctx.events.emit("admit", p.pass_id, p.slot, rid, ctx.epoch, f"prefix_len={prefix}")
-        ctx.sched.admitted.clear()
+        admitted.clear()
 
     def step_decision(self, p: PassState, step: Step) -> None:
         if step.part in ("", "recv"):
@@ -292,3 +308,30 @@ class PassSteps:
     def step_flush(self, p: PassState, step: Step) -> None:
         kinds = [Kind[k.upper()] for k in step.kinds] or None
         self.ctx.ch.flush(kinds, p.pass_id)
+
+    # -- steps of protocols ppx was not built from ---------------------------------------
+    def step_collective(self, p: PassState, step: Step) -> None:
+        """A world collective placed in the pass: every rank enters it, so a rank blocked on
+        a peer's point-to-point send (which that peer issues after the collective) wedges the
+        group. Its blocked-on record names every peer, so the wait-for graph sees the cycle."""
+        ctx, t = self.ctx, self.ctx.t
+        self.collectives += 1
+        since = ctx.board.block(Op.COLLECTIVE, ALL_PEERS, 0, p.slot, p.pass_id, self.collectives)
+        one = torch.ones(1, dtype=torch.int64)
+        if step.op == "all_reduce":
+            t.all_reduce(one)
+        elif step.op == "all_gather":
+            t.all_gather(one)
+        elif step.op == "broadcast":
+            t.broadcast(one, 0)
+        else:
+            t.barrier()
+        ctx.board.unblock(Op.COLLECTIVE, ALL_PEERS, 0, p.slot, p.pass_id, self.collectives, since)
+
+    def step_group(self, p: PassState, step: Step) -> None:
+        """The inner steps issued as one transport group (NCCL's ncclGroupStart/End: the
+        sends and receives inside start together, none completes before the group ends)."""
+        table = self.table
+        with self.ctx.t.group():
+            for inner in step.steps:
+                table[inner.name](p, inner)

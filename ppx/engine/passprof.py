@@ -14,6 +14,7 @@ part covers (the loop, dataclass building, unwrapped glue) is `other`.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -89,8 +90,8 @@ class PassProfiler:
             finally:
                 prof._exit()
 
-        timed.__wrapped__ = fn
-        return timed
+        # only `__wrapped__` (no name or doc copied): the original stays reachable
+        return functools.update_wrapper(timed, fn, assigned=(), updated=())
 
     def beat(self) -> None:
         """A heartbeat starts a pass: close the previous one."""
@@ -106,6 +107,11 @@ class PassProfiler:
             json.dump({"parts": PARTS, "waits": list(WAITS), "passes": self.passes}, f)
 
 
+def _replace(owner: object, name: str, wrapper: Callable[[Callable], Callable]) -> None:
+    """`owner.name` becomes `wrapper(original)`, in this process only (a profiled rank)."""
+    setattr(owner, name, wrapper(getattr(owner, name)))
+
+
 def install() -> PassProfiler:
     """Wrap every target in this process; returns the profiler to dump at exit."""
     import importlib
@@ -117,24 +123,26 @@ def install() -> PassProfiler:
         *path, name = attr.split(".")
         for p in path:
             owner = getattr(owner, p)
-        setattr(owner, name, prof.wrap(getattr(owner, name), part))
+        _replace(owner, name, functools.partial(prof.wrap, part=part))
 
     from ppx.engine.board import RankBoard
     from ppx.engine.loop import PassSteps
 
-    beat = RankBoard.beat
+    def closing_the_pass(beat: Callable) -> Callable:
+        def beat_and_close(self, pass_id: int) -> None:
+            prof.beat()
+            beat(self, pass_id)
 
-    def beat_and_close(self, pass_id: int) -> None:
-        prof.beat()
-        beat(self, pass_id)
+        return beat_and_close
 
-    RankBoard.beat = beat_and_close
-    launch = PassSteps.step_launch
+    def noting_the_mode(launch: Callable) -> Callable:
+        def launch_and_mode(self, p, step) -> None:
+            if p.batch is not None:  # the pass's mode, so the table keeps decode passes apart
+                prof.cur["mode"] = "void" if p.batch.voided else p.batch.mode
+            launch(self, p, step)
 
-    def launch_and_mode(self, p, step) -> None:
-        if p.batch is not None:  # the pass's mode, so the table can keep decode passes apart
-            prof.cur["mode"] = "void" if p.batch.voided else p.batch.mode
-        launch(self, p, step)
+        return launch_and_mode
 
-    PassSteps.step_launch = launch_and_mode
+    _replace(RankBoard, "beat", closing_the_pass)
+    _replace(PassSteps, "step_launch", noting_the_mode)
     return prof

@@ -7,7 +7,6 @@ cache (and keeps one host tier per layout, so KV saved in a phase reloads in tha
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -15,11 +14,11 @@ import torch
 from ppx.engine.board import F
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
-from ppx.engine.conservation import Conservation
 from ppx.engine.context import Plan
 from ppx.engine.kernels.registry import get_kernels
 from ppx.engine.model.factory import build_stage, eos_ids, model_key
-from ppx.engine.model.llama import StageModel
+from ppx.engine.model.stage import Stage
+from ppx.engine.moves import Moves
 from ppx.engine.scheduler import Scheduler
 from ppx.engine.shapes import dims_of, pool_sizes
 from ppx.engine.tp_phase import all_reducer
@@ -36,16 +35,14 @@ class Planner:
         self,
         ctx: RankContext,
         device: str,
-        trace=None,
+        moves: Moves,
         shared: dict | None = None,
-        on_requeue: Callable[[int], None] | None = None,
         per_slot: bool = False,
-        ledger: Conservation | None = None,
     ) -> None:
         cfg = ctx.cfg
-        self.ledger = ledger  # every plan's scheduler reports to the rank's one ledger
-        self.ctx, self.device, self.trace = ctx, device, trace
-        self.on_requeue = on_requeue  # the retract chokepoint's listener, kept across flips
+        # every plan's scheduler reports its moves to the rank's one ledger, listener, trace
+        self.moves = moves
+        self.ctx, self.device = ctx, device
         self.per_slot = per_slot  # engine.admission.continuations=per_slot: a cell per slot
         # models and KV caches built by earlier runs in this process (the explorer runs
         # hundreds of schedules of one engine): weights are immutable, only the TP all-reduce
@@ -54,11 +51,11 @@ class Planner:
         self.dims, self.dtype = dims_of(cfg), getattr(torch, cfg.model.dtype)
         self.kernels = get_kernels(cfg.engine.kernels.name, device)
         self.pools = pool_sizes(cfg)
-        self.models: dict[str, StageModel] = {}
+        self.models: dict[str, Stage] = {}
         self.eos = eos_ids(cfg)
         self.hosts: dict[str, HostTier] = {}
 
-    def _model(self, phase: str) -> StageModel:
+    def _model(self, phase: str) -> Stage:
         ctx, cfg = self.ctx, self.ctx.cfg
         key = (phase, ctx.rank, ctx.world, model_key(cfg), cfg.engine.kernels.name, self.device)
         if phase not in self.models and self.shared is not None and key in self.shared:
@@ -111,10 +108,8 @@ class Planner:
             self.device,
             lifo=cfg.faults.lifo_rank == r,
             eos=self.eos,
-            trace=self.trace,
-            on_requeue=self.on_requeue,
             per_slot=self.per_slot,
-            ledger=self.ledger,
+            moves=self.moves,
         )
         if ctx.plan is not None:
             sched.inherit(ctx.plan.sched)

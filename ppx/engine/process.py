@@ -48,24 +48,27 @@ def write_report(a: RankArgs, report: dict) -> None:
 
 def rank_main(a: RankArgs) -> None:
     """The rank process (gloo / nccl)."""
+    # only the explorer's in-process runs keep no files; a rank process always has its dir
+    assert a.run_dir is not None, f"rank{a.rank} process started without a run dir"
+    ranks = os.path.join(a.run_dir, "ranks")
     if a.env is not None:
         os.environ.clear()
         os.environ.update(a.env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     # torch's own Flight Recorder, dumped on the post-mortem's request beside ppx's
     # (ppx/watch/torch_fr.py)
-    torch_fr.enable(os.path.join(a.run_dir, "ranks"), a.rank)
+    torch_fr.enable(ranks, a.rank)
     die_with_parent()
     # everything the rank prints (warnings, gloo's own messages) goes to its log in the run dir
     log = os.open(
-        os.path.join(a.run_dir, "ranks", f"rank{a.rank}.log"),
+        os.path.join(ranks, f"rank{a.rank}.log"),
         os.O_WRONLY | os.O_CREAT | os.O_APPEND,
     )
     os.dup2(log, 1)
     os.dup2(log, 2)
     torch.set_num_threads(1)
     # faulthandler writes here on SIGUSR1; the post-mortem copies it into postmortem/stacks
-    stack_file = open(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.stack.txt"), "w")
+    stack_file = open(os.path.join(ranks, f"rank{a.rank}.stack.txt"), "w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     board = Board(a.board_path, a.world)
     # benchmarks/profile_pass.py: the engine's methods timed part by part (ppx/engine/passprof.py)
@@ -82,11 +85,11 @@ def rank_main(a: RankArgs) -> None:
     report, loop = serve(a, open_t, board)
     write_report(a, report)
     if prof is not None:
-        prof.dump(os.path.join(a.run_dir, "ranks", f"rank{a.rank}.profile.json"))
+        prof.dump(os.path.join(ranks, f"rank{a.rank}.profile.json"))
     if loop is not None and report["state"] == "done":
         loop.t.close()
     stack_file.flush()
     sys.stdout.flush()
-    torch_fr.disable(os.path.join(a.run_dir, "ranks"), a.rank)
+    torch_fr.disable(ranks, a.rank)
     # after a stop or an error the peers may be blocked on us: leave without waiting on gloo
     os._exit(0 if report["state"] == "done" else 3)

@@ -26,6 +26,7 @@ from ppx.engine.faults.tree import tree_drop
 from ppx.engine.flip import FlipControl
 from ppx.engine.intake import Intake
 from ppx.engine.loop import PassState, PassSteps
+from ppx.engine.moves import Moves
 from ppx.engine.plan import Planner
 from ppx.engine.results import Results
 from ppx.engine.ring import Ring
@@ -35,9 +36,10 @@ from ppx.engine.transport.base import Abandoned
 from ppx.engine.transport.registry import spec_of
 from ppx.protocol.continuations import Continuations
 from ppx.protocol.flip import StartPhase
-from ppx.protocol.ordering import parse_ordering
+from ppx.protocol.ordering import ordering_for
 from ppx.protocol.readiness import Readiness
 from ppx.protocol.registry import Protocol
+from ppx.protocol.registry import pass_steps as step_names
 from ppx.protocol.told_scope import ToldScope
 from ppx.protocol.width_check import WidthCheck
 from ppx.telemetry.events import EventLog
@@ -103,9 +105,8 @@ class RankLoop:
         per_slot = proto.of(Continuations).per_slot
         # conservation and progress (engine/conservation.py), kept across every plan
         self.ledger = Conservation(ctx.rank, int(cfg.engine.stall_passes))
-        self.planner = Planner(
-            ctx, device, tracer, a.shared_models, retracted, per_slot, self.ledger
-        )
+        moves = Moves(self.ledger, on_requeue=retracted, trace=tracer)
+        self.planner = Planner(ctx, device, moves, a.shared_models, per_slot)
         self.planner.switch(proto.of(StartPhase).name if cfg.flip.enabled else "pp")
         self.seams = seams = make_seams(ctx, proto)
         self.flip = FlipControl(ctx, self.planner, proto, seams.cutover)
@@ -116,10 +117,13 @@ class RankLoop:
         results = Results(ctx, seams, intake, retract)
         self.tp = TPPhase(ctx, seams, proto, self.flip, intake, results)
         ring, width = Ring.of(proto), proto.of(WidthCheck)
-        ordering = parse_ordering(list(cfg.engine.ordering.steps))
+        o = cfg.engine.ordering  # this rank's steps: its per_rank list, or the shared one
+        extra = tuple(step_names())  # the pass steps designs add (registry.pass_steps)
+        ordering = ordering_for(list(o.steps), dict(o.per_rank), ctx.rank, ctx.world, extra)
         self.steps = PassSteps(
             ctx, ordering, seams, self.flip, ring, width, intake, results, retract
         )
+        self.steps.hook_designs(proto.chosen.values())
         self.kv = KVLedger()  # the KV ledger's violations, checked when idle and at teardown
 
     # -- the current plan and the context, as the loop reads them --------------------------
@@ -175,7 +179,7 @@ class RankLoop:
         board.set(F.INFLIGHT, inflight)
         if inflight > board.f[F.MAX_INFLIGHT]:
             board.set(F.MAX_INFLIGHT, inflight)
-        board.set(F.PREFILL_TOKENS, self.sched.prefill_tokens)
+        board.set(F.PREFILL_TOKENS, self.sched.tally.prefill)
         if self.intake is not None:
             self.intake.flush_out()
         self.drop_tree(pass_id, self.cache)  # faults.drop_rank (inert unless this rank)
@@ -198,8 +202,8 @@ class RankLoop:
             "stop_reason": self.stop_reason,
             "ledger": led,
             "ledger_violations": self.kv.violations,
-            "cached_tokens": self.sched.cached_tokens,
-            "prefill_tokens": self.sched.prefill_tokens,
+            "cached_tokens": self.sched.tally.cached,
+            "prefill_tokens": self.sched.tally.prefill,
             "evictions": self.cache.evictions,
             "pool_tokens": self.cache.pool_tokens,
             "counters": dict(self.events.counts),

@@ -8,12 +8,21 @@ working on different slots at the same moment.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from ppx.core import Entry, ForwardInputs, Req, SlotBatch
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.cells import Cells
-from ppx.engine.conservation import Conservation
 from ppx.engine.inputs import forward_inputs
+from ppx.engine.moves import Moves
+
+
+@dataclass
+class Tally:
+    """Prefill accounting over the run: tokens computed, tokens reused from the tree."""
+
+    prefill: int = 0
+    cached: int = 0
 
 
 class Scheduler(Cells):
@@ -27,10 +36,8 @@ class Scheduler(Cells):
         *,
         lifo: bool = False,
         eos: frozenset[int] = frozenset(),
-        trace=None,
-        on_requeue=None,
         per_slot: bool = False,
-        ledger: Conservation | None = None,
+        moves: Moves | None = None,
     ) -> None:
         self.cache, self.num_slots = cache, num_slots
         self.chunk_size, self.max_batch, self.device = chunk_size, max_batch, device
@@ -41,25 +48,20 @@ class Scheduler(Cells):
         # the chunked pointer, and per_slot one continuation per slot (ppx/engine/cells.py)
         self.init_cells(per_slot)
         self.locs: dict[int, list[int]] = {}  # pass_id -> out_cache_loc of its batch
-        self.prefill_tokens = 0
-        self.cached_tokens = 0
+        self.tally = Tally()  # the run's prefill accounting (a flip's new plan inherits it)
         self.paused = False  # a flip is draining: nothing new is scheduled
         self.lifo = lifo  # faults.lifo_rank: this rank scans its queue newest-first
-        self.trace = trace  # PPX_DEBUG=1: a callable that logs request moves
-        # the retract chokepoint: every re-queue (void, cutover, TP void) reports the rid
-        # (engine.admission.told_scope=epoch_retract clears the request's told row there)
-        self.on_requeue = on_requeue
         self.eos = eos  # a checkpoint's EOS ids: sampling one finishes
-        self.admitted: list[tuple[int, int]] = []  # (rid, prefix_len) since the rank last looked
-        # what came in and what left, kept apart from the places it is held in between
-        # (engine/conservation.py): a request dropped from every place is still in here
-        self.ledger = ledger
+        # who hears about every move: what came in and what left, kept apart from the places
+        # it is held in between (a request dropped from every place is still in the ledger),
+        # the retract chokepoint's listener, PPX_DEBUG's trace (engine/moves.py)
+        self.moves = moves or Moves()
 
     def inherit(self, old: Scheduler) -> None:
         """A flip's new plan takes over every request (residents were re-queued by the
         cutover) and the run's prefill accounting."""
         self.waiting, self.reqs = old.waiting, old.reqs
-        self.cached_tokens, self.prefill_tokens = old.cached_tokens, old.prefill_tokens
+        self.tally = old.tally
 
     def pause(self) -> None:
         """A flip was announced: nothing new is scheduled until the cutover."""
@@ -72,8 +74,7 @@ class Scheduler(Cells):
                 continue  # a chain hop the row probe read ahead of its pass added it already
             self.reqs[r.rid] = r
             self.waiting.append(r)
-            if self.ledger is not None:
-                self.ledger.took(r.rid, "the queue it entered")
+            self.moves.took(r.rid, "the queue it entered")
 
     def drop(self, rid: int) -> None:
         """Rank 0 retracted `rid` (faults.retract_rid): it leaves this rank, wherever it was
@@ -81,8 +82,7 @@ class Scheduler(Cells):
         req = self.reqs.pop(rid, None)
         if req is None:
             return
-        if self.ledger is not None:
-            self.ledger.left(rid)
+        self.moves.left(rid)
         if req.slot >= 0 and req in self.running[req.slot]:
             self.running[req.slot].remove(req)
         if req in self.waiting:
@@ -115,7 +115,9 @@ class Scheduler(Cells):
             for r in slot:
                 out.setdefault(r.rid, f"slot {s}")
         for b in self.inflight:
-            for e in b.entries if b is not None else ():
+            if b is None:
+                continue
+            for e in b.entries:
                 out.setdefault(e.rid, f"the pass in flight on slot {b.slot}")
         for r in self.strays():
             out.setdefault(r.rid, "a resident with no cell")
@@ -143,12 +145,13 @@ class Scheduler(Cells):
         cost = 0
         while node is not tree.root:
             cost += len(node.value) if node.lock == 0 else 0
-            node = node.parent
+            node = node.up()
         return cost
 
     def candidates(self) -> list[Req]:
         """Prefill candidates in order: the chunked continuation first, then FIFO."""
-        head = [self.cont()] if self.cont() is not None else []
+        cont = self.cont()
+        head = [cont] if cont is not None else []
         return head + (list(reversed(self.waiting)) if self.lifo else list(self.waiting))
 
     def admit_entry(self, req: Req, prefix_len: int, budget: int) -> Entry | None:
@@ -161,11 +164,10 @@ class Scheduler(Cells):
             # admitted a told schedule and then raised `KV pool exhausted` in place()
             if not self.cache.can_admit(need + self.pin_cost(req.tokens, prefix_len)):
                 return None
-            if self.trace is not None:
-                self.trace(f"admit rid={req.rid} prefix={prefix_len}")
+            self.moves.note(lambda: f"admit rid={req.rid} prefix={prefix_len}")
             self.cache.admit(req, prefix_len, self.need_of(req, prefix_len))
-            self.cached_tokens += prefix_len
-            self.admitted.append((req.rid, prefix_len))
+            self.tally.cached += prefix_len
+            self.moves.admitted.append((req.rid, prefix_len))
             self.waiting.remove(req)
         extend = min(req.seq_len - req.computed, budget)
         final = req.computed + extend == req.seq_len
@@ -182,7 +184,7 @@ class Scheduler(Cells):
                 req = self.reqs[e.rid]
                 locs += self.cache.extend(req, e.extend_len)
                 if mode == "prefill":
-                    self.prefill_tokens += e.extend_len
+                    self.tally.prefill += e.extend_len
                     self.placed_chunk(req, slot, e.final)
                     if e.final:
                         req.slot = slot
@@ -218,6 +220,7 @@ class Scheduler(Cells):
     def apply_output(self, slot: int, tokens: list[int]) -> list[tuple[Req, int]]:
         """Results for the slot's batch came back: append tokens, pin, finish."""
         batch = self.inflight[slot]
+        assert batch is not None, f"output for slot {slot}, which has no batch in flight"
         self.inflight[slot] = None
         finals = [e for e in batch.entries if e.final]
         assert len(finals) == len(tokens), f"output width {len(tokens)} != {len(finals)}"
@@ -232,8 +235,8 @@ class Scheduler(Cells):
                 self.running[slot].append(req)
             if req.finished:
                 self.finish(req)
-        if out and self.ledger is not None:
-            self.ledger.committed()
+        if out:
+            self.moves.committed()
         return out
 
     def finish(self, req: Req) -> None:
@@ -241,8 +244,7 @@ class Scheduler(Cells):
             self.running[req.slot].remove(req)
         self.cache.release(req)
         del self.reqs[req.rid]
-        if self.ledger is not None:
-            self.ledger.left(req.rid)
+        self.moves.left(req.rid)
 
     def holds_running(self, req: Req) -> bool:
         """A request this rank holds in a slot's running batch (its final chunk ran here)."""
@@ -288,7 +290,7 @@ class Scheduler(Cells):
                 self._rollback_unlaunched(req)
             if not e.continues and e.prefix_len == req.cached:
                 # the admission ran nowhere: its reuse was offered, never kept
-                self.cached_tokens -= req.cached
+                self.tally.cached -= req.cached
             self.requeue(req)
             requeued.append(req)
         if self.inflight[batch.slot] is batch:
@@ -305,7 +307,7 @@ class Scheduler(Cells):
                 e = next(x for x in b.entries if x.rid == req.rid)
                 self.cache.rollback(req, e.extend_len)
                 if b.mode == "prefill":
-                    self.prefill_tokens -= e.extend_len
+                    self.tally.prefill -= e.extend_len
                 b.rolled.add(req.rid)
 
     def park(self, req: Req, upto: int) -> None:
@@ -318,12 +320,10 @@ class Scheduler(Cells):
         req.slot = -1
 
     def requeue(self, req: Req) -> None:
-        if self.trace is not None:
-            self.trace(
-                f"requeue rid={req.rid} row={req.row} slot={req.slot} computed={req.computed}"
-            )
-        if self.on_requeue is not None:
-            self.on_requeue(req.rid)
+        self.moves.note(
+            lambda: f"requeue rid={req.rid} row={req.row} slot={req.slot} computed={req.computed}"
+        )
+        self.moves.requeued(req.rid)
         if req.slot >= 0 and req in self.running[req.slot]:
             self.running[req.slot].remove(req)
         self.forget_chunked(req)

@@ -77,5 +77,13 @@ class Variant:
     def switch(cls) -> str:
         return f"{cls.axis.key}={spelled(cls.name)}"
 
+    # pass steps this design adds to the ordering vocabulary (engine.ordering.steps names them
+    # like the built-in ones); the pass runs `run_step` at each, with no loop edit
+    pass_steps: ClassVar[tuple[str, ...]] = ()
+
+    def run_step(self, name: str, ctx: Any, p: Any) -> None:
+        """Run this design's pass step `name` for pass `p` (its slot, pass_id, batch)."""
+        raise NotImplementedError(f"{self.switch()} declares no pass step {name!r}")
+
     def counters(self) -> dict[str, int]:
         return {}

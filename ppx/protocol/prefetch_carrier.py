@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ppx.core import Kind
+from ppx.header import declare
+
 if TYPE_CHECKING:
     from ppx.core import Req
     from ppx.protocol.views import CacheView, SchedulerView
@@ -39,6 +42,13 @@ def _sure(row: tuple[int, int] | None) -> int:
     return row[0] if p is None else p
 
 
+def _terminated(row: tuple[int, int]) -> int:
+    """The presence of a row known to be neither PENDING nor CONTRADICTION (fold checked)."""
+    p = presence(*row)
+    assert p is not None, f"row {row} folded as terminated but carries a sentinel"
+    return p
+
+
 def fold(rows: dict[int, tuple[int, int]], followers: list[int]) -> tuple[int, int, int]:
     """The followers' rows for one rid as the three numbers the lap's header carries home:
     (CONTRADICTION, rank, matched) | (PENDING, sure floor, mask of silent/pending ranks) |
@@ -49,7 +59,7 @@ def fold(rows: dict[int, tuple[int, int]], followers: list[int]) -> tuple[int, i
     waiting = [r for r in followers if r not in rows or rows[r][1] == PENDING]
     if waiting:
         return PENDING, min(_sure(rows.get(r)) for r in followers), sum(1 << r for r in waiting)
-    return COMPLETE, min(presence(*rows[r]) for r in followers), 0  # type: ignore[type-var]
+    return COMPLETE, min(_terminated(rows[r]) for r in followers), 0
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,10 @@ def decide(
     if short_defers and not expired:
         return Verdict("defer", 0, f"group floor {a} < want {want}")
     return Verdict("clamp", a, f"group floor {a} < want {want}")
+
+
+# the decision's fourth word: the rid rank 0 asks the followers about (#1175)
+FLOOR_QUERY = declare(Kind.DECISION, "floor_query", "engine.admission.prefetch_floor")
 
 
 def query_code(rid: int, owed: bool) -> int:

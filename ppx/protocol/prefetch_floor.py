@@ -39,7 +39,7 @@ import torch
 
 from ppx.protocol.axis import Axis, Counter, Param, Variant
 from ppx.protocol.policy import policy_of
-from ppx.protocol.prefetch_carrier import Carrier, fold, read_query
+from ppx.protocol.prefetch_carrier import FLOOR_QUERY, Carrier, fold, read_query
 
 if TYPE_CHECKING:
     from ppx.protocol.views import RankView, SchedulerView
@@ -153,7 +153,7 @@ def stamped(msg, rows: list[list[int]], has_entries: bool):
 def lap_aux(msg, carrier: Carrier, has_entries: bool) -> tuple[int, ...]:
     """The last rank folds every follower's row into the lap's header (no payload: the lap
     completes when rank 0 reads it, as before the carrier)."""
-    rid, _ = read_query(msg.aux[3])
+    rid, _ = read_query(FLOOR_QUERY.of(msg))
     keep = 1 if has_entries else 0
     rows = msg.tensors[keep].tolist() if len(msg.tensors) > keep else []
     mine = {int(r[0]): (int(r[2]), int(r[3])) for r in rows if int(r[1]) == rid}

@@ -120,7 +120,7 @@ class SlotScoped(Reconcile):
     ref = "sgl-project#798 (the fix)"
     about = "the slot in flight answers for its own request"
     places = (*Reconcile.places, "slot")
-    unread = ("running batch",)
+    unread: tuple[str, ...] = ("running batch",)
 
     def held_chunked(self, sched: SchedulerView, req: Req, parks: bool) -> bool:
         # the slot's own continuation (per_slot: its cell; one: the pointer, the same thing)

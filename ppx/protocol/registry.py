@@ -131,6 +131,15 @@ AXES = _axes()  # key -> (axis, {value: design})
 COUNTERS: tuple[Counter, ...] = tuple(c for axis, _ in AXES.values() for c in axis.counters)
 
 
+def pass_steps() -> dict[str, list[type[Variant]]]:
+    """Every pass step a design adds to the ordering vocabulary -> the designs that run it."""
+    out: dict[str, list[type[Variant]]] = {}
+    for v in VARIANTS:
+        for name in v.pass_steps:
+            out.setdefault(name, []).append(v)
+    return out
+
+
 def default(key: str) -> Any:
     """The schema's default of a switch: the design the log settled on."""
     return AXES[key][0].default
@@ -184,7 +193,9 @@ class Protocol:
             self.chosen[_base(cls)] = cls(cfg)
 
     def of(self, base: type[V]) -> V:
-        return self.chosen[base]  # type: ignore[return-value]
+        chosen = self.chosen[base]
+        assert isinstance(chosen, base), f"{type(chosen).__name__} filed under {base.__name__}"
+        return chosen
 
     def counters(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -25,16 +25,18 @@ def value_text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list):
         return "[" + ",".join(value_text(v) for v in value) + "]"
+    if isinstance(value, dict):  # Hydra's dict syntax: {odd:[chain,launch]}
+        return "{" + ",".join(f"{k}:{value_text(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
 def fmt_value(value: Any) -> str:
     """Render a YAML value as Hydra override text, quoted when Hydra would split it."""
     text = value_text(value)
-    if isinstance(value, list) or (
-        text.startswith("[") and text.endswith("]") and not set(text) & set(" '\"=")
+    if isinstance(value, (list, dict)) or (
+        (text[:1], text[-1:]) in (("[", "]"), ("{", "}")) and not set(text) & set(" '\"=")
     ):
-        return text  # Hydra's own list syntax (a YAML list in a cell is kept as `[2,300]`)
+        return text  # Hydra's own list / dict syntax (a YAML list in a cell is kept as `[2,300]`)
     if any(c in _HYDRA_SPECIAL for c in text):
         # Quoted so a value with a comma is one value, not a sweep over two.
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -38,9 +38,11 @@ def _dump_on_request(path: str) -> None:
             if not fifo.read(1):
                 continue
         try:
-            from torch._C._distributed_c10d import _dump_fr_trace
+            import torch._C._distributed_c10d as c10d
 
-            data = _dump_fr_trace()
+            # private and absent from torch's stubs (so mypy would refuse the import); a torch
+            # without it raises here and lands in the except below
+            data = getattr(c10d, "_dump_fr_trace")()  # noqa: B009
         except Exception as e:  # a torch without the recorder: say so where the dump would be
             with open(path + ".error", "w") as f:
                 f.write(f"{type(e).__name__}: {e}\n")

@@ -17,9 +17,10 @@ from ppx.engine.admission import codec
 from ppx.engine.admission.base import Admission
 from ppx.engine.admission.follow import Follower
 from ppx.engine.admission.probe import RowProbeStep
+from ppx.header import DECISION_CHECKSUM, DECISION_COUNT, DECISION_MODE, pack
 from ppx.protocol import prefetch_floor as pf
 from ppx.protocol.policy import Policy as PolicyDesign
-from ppx.protocol.prefetch_carrier import query_code, read_query
+from ppx.protocol.prefetch_carrier import FLOOR_QUERY, query_code, read_query
 from ppx.protocol.row_probe import RowProbe
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class DecisionAdmission(Admission):
             p.slot,
             p.pass_id,
             self.ctx.epoch,
-            aux=(mode, len(rids), sum(rids) & 0x7FFFFFFF),
+            aux=pack(Kind.DECISION, mode=mode, count=len(rids), checksum=sum(rids) & 0x7FFFFFFF),
             flags=Flag.HAS_ENTRIES if prefill else 0,
             tensors=[codec.encode(b.entries)] if b is not None and prefill else [],
         )
@@ -79,7 +80,13 @@ class DecisionAdmission(Admission):
             # with nothing in flight no output receive reads the wire from the last rank:
             # rank 0 owes a blocking read of this pass's lap, and says so on the decision
             idle = b is None and all(x is None for x in self.ctx.sched.inflight)
-            msg.aux = (*msg.aux, query_code(q, q >= 0 and idle))
+            msg.aux = pack(
+                Kind.DECISION,
+                mode=DECISION_MODE.of(msg),
+                count=DECISION_COUNT.of(msg),
+                checksum=DECISION_CHECKSUM.of(msg),
+                floor_query=query_code(q, q >= 0 and idle),
+            )
             carrier.owe = p.pass_id if q >= 0 and idle else -1
         return msg
 
@@ -103,17 +110,17 @@ class DecisionAdmission(Admission):
         self.probe.hold_until_locatable(p)  # sgl-project#1180: before anything reads the row
         entries, carried = bool(decision.flags & Flag.HAS_ENTRIES), False
         if carrier is not None:  # stamp on the way up (#1175), before anything is applied
-            rid, owed = read_query(decision.aux[3])
+            rid, owed = read_query(FLOOR_QUERY.of(decision))
             rows = carrier.stamp(ctx.sched, rid) if rid >= 0 else []
             p.decision = decision = pf.stamped(decision, rows, entries)
             # a lap rank 0 will read: before an output it receives, or one it said it owes
-            carried = rid >= 0 and (decision.aux[0] != codec.MODES["none"] or owed)
+            carried = rid >= 0 and (DECISION_MODE.of(decision) != codec.MODES["none"] or owed)
         if ctx.is_last and (entries or carried) and ctx.world > 1:
             # the return trip: the decision's echo wraps back to rank 0 (the lap)
             aux = (
                 pf.lap_aux(decision, carrier, entries)
                 if carrier is not None
-                else (decision.aux[1],)
+                else (DECISION_COUNT.of(decision),)
             )
             ctx.ch.send(0, Message(Kind.LAP, p.slot, p.pass_id, ctx.epoch, aux=aux))
         if p.scheduled:

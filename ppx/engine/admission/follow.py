@@ -16,6 +16,7 @@ import sys
 from ppx.core import POOL_SHORT, SEATS_SHORT, UNRESOLVED, Entry, SlotBatch
 from ppx.engine.admission import codec
 from ppx.engine.board import F
+from ppx.header import DECISION_CHECKSUM, DECISION_COUNT, DECISION_MODE
 from ppx.protocol.batch_order import BatchOrder
 from ppx.protocol.follower_seats import FollowerSeats
 from ppx.protocol.geometry import Geometry
@@ -52,13 +53,13 @@ class Follower:
         """Form this follower's batch from the decision (after both the chain and the decision
         of this pass are in)."""
         ctx, s = self.ctx, self.ctx.sched
-        mode = codec.MODE_NAMES[p.decision.aux[0]]
+        mode = codec.MODE_NAMES[DECISION_MODE.of(p.decision)]
         if mode == "none":
             p.batch = None
             return
         if mode == "decode":
             entries = s.decode_entries(p.slot)
-            n, checksum = p.decision.aux[1], p.decision.aux[2]
+            n, checksum = DECISION_COUNT.of(p.decision), DECISION_CHECKSUM.of(p.decision)
             if (len(entries), sum(e.rid for e in entries) & 0x7FFFFFFF) != (n, checksum):
                 ctx.stop(
                     f"decode membership: rank{ctx.rank} slot={p.slot} told {n} requests "

@@ -8,11 +8,22 @@ the tokens a request will still allocate, so a decode step never runs out mid-ba
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import torch
 
 from ppx.core import Req
-from ppx.engine.cache.radix import RadixTree
+from ppx.engine.cache.radix import Node, RadixTree
+
+if TYPE_CHECKING:
+    from ppx.engine.cache.host import HostTier
+
+
+def _locked_node(req: Req) -> Node:
+    """The radix node `req` locks: admit sets it, and every commit moves it, for as long as the
+    request holds a row (ppx/core keeps it untyped: the core does not import the engine)."""
+    assert isinstance(req.node, Node), f"rid {req.rid} holds a row but no radix node"
+    return req.node
 
 
 class KVCache:
@@ -27,7 +38,7 @@ class KVCache:
         device: str = "cpu",
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        self.pool_tokens, self.max_context = pool_tokens, max_context
+        self.pool_tokens = pool_tokens
         shape = (pool_tokens, kv_heads, head_dim)
         self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
@@ -51,7 +62,7 @@ class KVCache:
         self.rows: dict[int, list[int]] = {}  # rid -> slot ids of its row (host mirror)
         self.evictions = 0
         self.slack = 0  # rank 0 under a decision policy admits against the smallest pool
-        self.host = None  # HostTier when engine.kv.host_tier is on
+        self.host: HostTier | None = None  # engine.kv.host_tier is on
         self.match_cap = -1  # faults.match_cap for this rank (-1: the whole match)
         self._pending_rows: list | None = None  # req_to_token writes held by `batched_rows`
 
@@ -196,7 +207,7 @@ class KVCache:
         if tl > upto:
             _, node = self.tree.match(req.tokens[:upto])
             self.tree.lock(node)
-            self.tree.unlock(req.node)
+            self.tree.unlock(_locked_node(req))
             req.node = node
             self.tree_len[req.rid] = upto
 
@@ -218,7 +229,7 @@ class KVCache:
             )
         _, node = self.tree.match(tokens)
         self.tree.lock(node)
-        self.tree.unlock(req.node)
+        self.tree.unlock(_locked_node(req))
         req.node = node
         self.tree_len[req.rid] = len(tokens)
 
@@ -228,7 +239,7 @@ class KVCache:
         if req.row < 0:
             return
         self.commit(req)
-        self.tree.unlock(req.node)
+        self.tree.unlock(_locked_node(req))
         self.reserved -= req.reserved
         req.reserved, req.node = 0, None
         self.free_rows.append(req.row)
@@ -253,7 +264,7 @@ class KVCache:
         owned = [s for rid, row in self.rows.items() for s in row[self.tree_len[rid] :]]
         seen: dict[int, str] = {}
         violations: list[str] = []
-        loading = self.host.loading_slots if self.host else []
+        loading: list[int] = self.host.loading_slots if self.host else []
         for name, slots in (
             ("free", free),
             ("tree", tree),

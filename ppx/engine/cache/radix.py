@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable, Iterator
 
 
 class Node:
@@ -26,6 +27,11 @@ class Node:
         self.lock = 0
         self.stamp = 0
 
+    def up(self) -> Node:
+        """The parent: every node but the root has one, and no walk climbs past the root."""
+        assert self.parent is not None, "climbed past the radix root"
+        return self.parent
+
 
 class RadixTree:
     def __init__(self) -> None:
@@ -42,7 +48,7 @@ class RadixTree:
         """Split `node` so its first `at` tokens become a new parent; returns the parent."""
         top = Node(node.parent, node.key[:at], node.value[:at])
         top.lock, top.stamp = node.lock, node.stamp
-        node.parent.children[top.key[0]] = top
+        node.up().children[top.key[0]] = top
         node.key, node.value, node.parent = node.key[at:], node.value[at:], top
         top.children[node.key[0]] = node
         return top
@@ -91,7 +97,7 @@ class RadixTree:
             if node.lock == 0:
                 self.locked_size += len(node.value)
             node.lock += 1
-            node = node.parent
+            node = node.up()
 
     def unlock(self, node: Node) -> None:
         while node is not self.root:
@@ -99,7 +105,7 @@ class RadixTree:
             assert node.lock >= 0, "radix lock underflow"
             if node.lock == 0:
                 self.locked_size -= len(node.value)
-            node = node.parent
+            node = node.up()
 
     @property
     def evictable(self) -> int:
@@ -109,10 +115,12 @@ class RadixTree:
         parts = []
         while node is not self.root:
             parts.append(node.key)
-            node = node.parent
+            node = node.up()
         return [t for key in reversed(parts) for t in key]
 
-    def evict(self, need: int, on_evict=None) -> list[int]:
+    def evict(
+        self, need: int, on_evict: Callable[[list[int], int, list[int]], None] | None = None
+    ) -> list[int]:
         """Free at least `need` slots from unlocked leaves, least recently used first;
         `on_evict(path, start, slots)` sees each leaf before its slots are freed."""
         heap = [(n.stamp, id(n), n) for n in self._nodes() if not n.children and n.lock == 0]
@@ -125,13 +133,13 @@ class RadixTree:
                 on_evict(path, len(path) - len(leaf.value), leaf.value)
             freed += leaf.value
             self.size -= len(leaf.value)
-            parent = leaf.parent
+            parent = leaf.up()
             del parent.children[leaf.key[0]]
             if parent is not self.root and not parent.children and parent.lock == 0:
                 heapq.heappush(heap, (parent.stamp, id(parent), parent))
         return freed
 
-    def _nodes(self):
+    def _nodes(self) -> Iterator[Node]:
         stack = list(self.root.children.values())
         while stack:
             n = stack.pop()

@@ -4,8 +4,8 @@ scheduling iteration after its row was sealed).
 
 When request `retract_rid`'s first token comes back, rank 0 requeues it on its own queue
 (tokens kept; the relief: its seat is given up) and announces the retraction on its next
-chain (flag RETRACT, the rid in aux[0]). A follower that reads the announcement lets the rid
-go (its queue, continuation and running batch no longer hold it: the log's follower could
+chain (flag RETRACT, the rid in the chain header's own `retract_rid` field). A follower that
+reads the announcement lets the rid go (its queue, continuation and running batch no longer hold it: the log's follower could
 not locate it). Rank 0 re-admits the rid from its queue at once, so its next row names a rid
 no follower can locate -- the log's second measured shape, a resident re-admitted
 rank-locally (`#968 READMIT CACHED`). With `faults.retract_redeliver=true` the chain hop
@@ -15,7 +15,11 @@ for), so a follower that waits for it can run the row.
 
 from __future__ import annotations
 
-from ppx.core import Flag, Message, Req
+from ppx.core import Flag, Kind, Message, Req
+from ppx.header import declare, pack
+
+# the chain header's word that names the retracted rid (ppx/header.py)
+RETRACT_RID = declare(Kind.CHAIN, "retract_rid", "faults.retract_rid")
 
 
 class NoRetract:
@@ -47,7 +51,7 @@ class RetractRid(NoRetract):
     def chain_out(self, reqs: list[Req], flags: int) -> tuple[list[Req], int, tuple[int, ...]]:
         if self.state == "announce":
             self.state = "redeliver" if self.redeliver else "done"
-            return reqs, flags | Flag.RETRACT, (self.rid,)
+            return reqs, flags | Flag.RETRACT, pack(Kind.CHAIN, retract_rid=self.rid)
         if self.state == "redeliver":
             self.state = "done"
             # the rid travels again as a request whose prompt is everything it holds so far
@@ -59,7 +63,7 @@ class RetractRid(NoRetract):
     def chain_in(self, sched, msg: Message) -> None:
         """A follower: rank 0 retracted the rid; it leaves this rank."""
         if msg.flags & Flag.RETRACT:
-            sched.drop(int(msg.aux[0]))
+            sched.drop(RETRACT_RID.of(msg))
 
 
 def retract_fault(cfg, rank: int) -> NoRetract:

@@ -59,12 +59,10 @@ def build_stage(
         )
     tp = dict(tp_rank=rank, tp_size=world, all_reduce=all_reduce) if phase == "tp" else {}
     src = weight_source(cfg)
-    model = StageModel(
+    return StageModel(
         d, int(cfg.seed), first, last, kernels, device, getattr(torch, cfg.model.dtype),
         source=src, **tp,
     )  # fmt: skip
-    model.bytes_read = src.bytes_read
-    return model
 
 
 def reference(cfg) -> Reference | HashReference:

@@ -54,7 +54,7 @@ def _compose(mix: list[list[int]], first: int, last: int) -> tuple[int, int, int
     return a, b, c
 
 
-def _read_hash(ks: list[float], vs: list[float], w: list[int]) -> list[int]:
+def _read_hash(ks: list[int], vs: list[int], w: list[int]) -> list[int]:
     """The running hash of a prefix read back as (id, prefix hash) per slot: h[p] = sum over
     j <= p of (v[j] + ID * k[j] + 1) * w[j] mod MOD (position-weighted: a permutation, an
     id or a history that differs at any slot changes it)."""
@@ -129,9 +129,11 @@ class HashStage:
         A batch is a few requests of tens of tokens: plain Python over lists costs less than
         the tens of tiny torch calls a vectorised version makes."""
         if self.is_first:
+            assert fi.input_ids is not None, "stage 0 reads token ids"
             ids = fi.input_ids.tolist()
             acc = ids
         else:
+            assert fi.hidden is not None, "a later stage reads the previous stage's (id, acc)"
             ids, acc = fi.hidden.T.tolist()
         k, v = k_pool[0][:, :, 0], v_pool[0][:, :, 0]  # [slots, local KV heads]
         qo, pos = fi.qo_indptr.tolist(), fi.positions.tolist()
@@ -159,8 +161,8 @@ class HashStage:
         ks, vs = _decode(k[where], k_tag, None), _decode(v[where], v_tag, MOD)
         f, at = [], 0
         for b, row in enumerate(rows):
-            h = _read_hash(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
-            f += [h[pos[i]] for i in range(qo[b], qo[b + 1])]
+            read = _read_hash(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
+            f += [read[pos[i]] for i in range(qo[b], qo[b + 1])]
             at += len(row)
         if self.tp_size > 1:  # every shard's own KV counts: mean of the ranks' hashes
             total = self.all_reduce(torch.tensor(f, dtype=torch.int64)).tolist()

@@ -37,19 +37,38 @@ class StageModel:
         src = source if source is not None else W.RandomWeights(d, seed)
         self.d, self.k, self.device, self.dtype = d, kernels, device, dtype
         self.first_layer, self.last_layer = first_layer, last_layer
-        self.is_first, self.is_last = first_layer == 0, last_layer == d.layers
         self.tp_size, self.all_reduce = tp_size, all_reduce
-        self.local_heads, self.local_kv_heads = d.heads // tp_size, d.kv_heads // tp_size
-        to = dict(device=device, dtype=dtype)
+
+        def placed(t: torch.Tensor) -> torch.Tensor:
+            return t.to(device=device, dtype=dtype)
+
         self.layers = [
-            _fuse({n: t.to(**to) for n, t in src.layer(i, tp_rank, tp_size).items()})
+            _fuse({n: placed(t) for n, t in src.layer(i, tp_rank, tp_size).items()})
             for i in range(first_layer, last_layer)
         ]
-        self.embed = src.embedding().to(**to) if self.is_first else None
+        self.embed = placed(src.embedding()) if self.is_first else None
         if self.is_last:
             norm, lm = src.head()
-            self.final_norm, self.lm_head = norm.to(**to), lm.to(**to)
+            self.final_norm, self.lm_head = placed(norm), placed(lm)
         self.weight_bytes = sum(t.numel() * t.element_size() for t in self.tensors())
+        self.bytes_read = src.bytes_read  # what building this stage read from disk
+
+    @property
+    def is_first(self) -> bool:
+        return self.first_layer == 0
+
+    @property
+    def is_last(self) -> bool:
+        return self.last_layer == self.d.layers
+
+    @property
+    def local_heads(self) -> int:
+        """Query heads on this rank (its TP shard; every head in the PP phase)."""
+        return self.d.heads // self.tp_size
+
+    @property
+    def local_kv_heads(self) -> int:
+        return self.d.kv_heads // self.tp_size
 
     def tensors(self) -> list[torch.Tensor]:
         out = [t for w in self.layers for t in w.values()]
@@ -76,7 +95,12 @@ class StageModel:
     ) -> torch.Tensor:
         """Returns hidden states [T, H], or sampled token ids [B'] on the last stage."""
         d, k = self.d, self.k
-        x = self.embed[fi.input_ids] if self.is_first else fi.hidden.to(self.dtype)
+        if self.is_first:
+            assert self.embed is not None and fi.input_ids is not None, "stage 0 embeds ids"
+            x = self.embed[fi.input_ids]
+        else:
+            assert fi.hidden is not None, "a later stage reads the previous stage's hidden states"
+            x = fi.hidden.to(self.dtype)
         hd, nh, nkv = d.head_dim, self.local_heads, self.local_kv_heads
         scale = hd**-0.5
         if fi.mode == "prefill":

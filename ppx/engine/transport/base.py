@@ -15,6 +15,7 @@ Semantics every implementation keeps (the engine depends on them):
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -29,7 +30,8 @@ class Abandoned(BaseException):
 
 
 class Handle(Protocol):
-    def wait(self) -> None: ...
+    # `object`: torch's Work.wait returns a bool, the simulator's nothing; no caller reads it
+    def wait(self) -> object: ...
 
 
 class Transport:
@@ -60,6 +62,11 @@ class Transport:
         """Called inside a compute step: where a device transport's host would sync with the
         device. Only the simulator models what that waits for (sim.host_sync); elsewhere
         nothing happens here."""
+
+    def group(self) -> contextlib.AbstractContextManager[object]:
+        """The operations issued inside run as one group (NCCL's ncclGroupStart/End); a
+        transport without group semantics (gloo) issues them as they come."""
+        return contextlib.nullcontext()
 
     # -- collectives (every member calls them in the same order) --------------------------
     def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:

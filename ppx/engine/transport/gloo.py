@@ -16,6 +16,13 @@ import torch.distributed as dist
 from ppx.engine.transport.base import Handle, Transport
 
 
+def issued(work: dist.Work | None) -> dist.Work:
+    """The handle of a p2p operation: torch returns None only to a rank outside the
+    operation's group, and every group this transport sends on holds this rank."""
+    assert work is not None, "a p2p operation on a group this rank is not in"
+    return work
+
+
 class GlooTransport(Transport):
     def __init__(
         self, rank: int, world: int, port: int, host: str = "127.0.0.1", store=None
@@ -32,7 +39,7 @@ class GlooTransport(Transport):
         )
 
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:
-        return dist.isend(tensor.contiguous(), dst, tag=tag)
+        return issued(dist.isend(tensor.contiguous(), dst, tag=tag))
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
         dist.recv(out, src, tag=tag)

@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 
 from ppx.engine.transport.base import Handle
-from ppx.engine.transport.gloo import GlooTransport
+from ppx.engine.transport.gloo import GlooTransport, issued
 from ppx.engine.transport.pairs import forward_pairs, on_nccl
 
 FORWARD_ONLY = True  # pairs.on_nccl: forward payloads take NCCL (sim.communicators=forward)
@@ -87,7 +87,7 @@ class NcclTransport(GlooTransport):
         self.payload_device = f"cuda:{gpu}"
         self.groups = self._open_pairs(datetime.timedelta(seconds=timeout_s))
 
-    def _open_pairs(self, timeout: datetime.timedelta) -> dict[tuple[int, int], object]:
+    def _open_pairs(self, timeout: datetime.timedelta) -> dict[tuple[int, int], dist.ProcessGroup]:
         """One communicator per neighbour pair, created in the one global order (a member
         blocks in it until its peer arrives; `new_group` is called by every rank, members or
         not, as torch requires). `device_id` makes the creation eager; one exchange per pair,
@@ -117,12 +117,12 @@ class NcclTransport(GlooTransport):
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:
         if tag == 0 or not on_nccl(FORWARD_ONLY, self.rank, dst):
             return super().isend(dst, tag, tensor)
-        return dist.isend(tensor.contiguous(), dst, group=self.groups[(self.rank, dst)])
+        return issued(dist.isend(tensor.contiguous(), dst, group=self.groups[(self.rank, dst)]))
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
         if tag == 0 or not on_nccl(FORWARD_ONLY, src, self.rank):
             return super().recv(src, tag, out)
-        work = dist.irecv(out, src, group=self.groups[(src, self.rank)])
+        work = issued(dist.irecv(out, src, group=self.groups[(src, self.rank)]))
         while not work.is_completed():  # NCCL only: never poll a gloo work (base.py)
             time.sleep(0.0002)
         work.wait()  # orders the current stream after the receive

@@ -85,11 +85,11 @@ class SimTransport(Transport):
             # an NCCL send's wait() does not wait for the peer: the channels' flush does
             self.rendezvous_sends = False
             # one communicator per pair has no tags: payloads must be taken in send order
-            self.payload_with_header = not wire.nccl.rules.layout.per_kind
+            self.payload_with_header = not self.nccl.plane.rules.layout.per_kind
 
     # -- point to point ------------------------------------------------------------------
     def isend(self, dst: int, tag: int, tensor: torch.Tensor):
-        if tag and self.nccl is not None and self.wire.nccl.carries(self.rank, dst):
+        if tag and self.nccl is not None and self.nccl.plane.carries(self.rank, dst):
             return self.nccl.isend(dst, tag, tensor.contiguous())
         send = _Send(tensor.contiguous())
         self.wire.queues[(self.rank, dst, tag)].append(send)
@@ -100,7 +100,7 @@ class SimTransport(Transport):
         return h
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
-        if tag and self.nccl is not None and self.wire.nccl.carries(src, self.rank):
+        if tag and self.nccl is not None and self.nccl.plane.carries(src, self.rank):
             return self.nccl.recv(src, tag, out)
         key = ("q", src, self.rank, tag)
         q = self.wire.queues[(src, self.rank, tag)]

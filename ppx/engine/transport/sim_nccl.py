@@ -74,7 +74,9 @@ class NcclPlane:
         self.world, self.rules = world, rules
         self.seq = 0
         self.pending: list[NcclOp] = []  # not yet done, in issue order
-        self.fifo: dict[tuple, dict[bool, list[NcclOp]]] = defaultdict(lambda: {1: [], 0: []})
+        self.fifo: dict[tuple, dict[bool, list[NcclOp]]] = defaultdict(
+            lambda: {True: [], False: []}
+        )
         self.inflight: dict[tuple, int] = defaultdict(int)  # buffered bytes per direction
         self.touched: dict[tuple, set[int]] = defaultdict(set)
         self.connected: set[tuple] = set()

@@ -113,9 +113,9 @@ class NcclRules:
     def of(cls, sim) -> NcclRules:
         """From the `sim` config section (SimCfg or its DictConfig); a key it lacks keeps
         its default."""
-        return cls(
-            **{f.name: type(f.default)(getattr(sim, f.name, f.default)) for f in fields(cls)}
-        )
+        default = cls()  # every field has a default: its type casts what the config holds
+        got = {f.name: getattr(sim, f.name, getattr(default, f.name)) for f in fields(cls)}
+        return cls(**{name: type(getattr(default, name))(v) for name, v in got.items()})
 
     # the entries the names stand for (the names stay: they are the config's and the record's)
     @property
