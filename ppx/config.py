@@ -254,7 +254,7 @@ class ExploreCfg:
     # run under `scenario_schedules` schedules; 0: explore the one scenario the config names
     scenarios: int = 0
     scenario_schedules: int = 4
-    budget_s: float = 0.0  # scenarios: stop drawing after this many seconds (0: no bound)
+    budget_s: float = 0.0  # scenarios, exhaustive: stop after this many seconds (0: none)
     shrink_s: float = 30.0  # scenarios: seconds Hypothesis may spend shrinking (0: no bound)
 
 

@@ -147,6 +147,7 @@ class SlotBatch:
     excluded: list[list[int]] = field(default_factory=list)
     rolled: set[int] = field(default_factory=set)  # rids whose allocation was rolled back
     flip_void: bool = False  # in flight at a flip announced with flip.inflight=void
+    flip_voided: bool = False  # ... and it came back voided (the cutover checks it was)
 
     @property
     def num_reqs(self) -> int:

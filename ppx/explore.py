@@ -21,6 +21,7 @@ from omegaconf import DictConfig, open_dict
 
 from ppx.config import ConfigError
 from ppx.engine.transport.registry import SIM
+from ppx.sim.registry import strategy_of
 from ppx.validation import validate
 
 
@@ -30,7 +31,7 @@ def main(cfg: DictConfig) -> None:
         cfg.engine.transport = SIM  # the explorer only runs the simulator
     try:
         cfg = validate(cfg)
-        if cfg.explore.strategy == "replay":
+        if not strategy_of(cfg.explore).explores:
             raise ConfigError("explore.strategy=replay: replay one schedule with python -m ppx.run")
     except ConfigError as e:
         print(f"ppx: config error: {e}", file=sys.stderr)

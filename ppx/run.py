@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ppx.config import ConfigError
 from ppx.engine.transport.registry import spec_of
+from ppx.judge import judge_served
 from ppx.validation import validate
 
 WANDB_WARNING = "ppx: warning: W&B logging failed (the run store is complete): "
@@ -62,8 +63,9 @@ def execute(
         sup = Supervisor(cfg, run_dir)
     outcome = sup.run()
     mismatches = check_tokens(cfg, sup.driver)
-    if outcome["verdict"] == "served" and mismatches:
-        outcome["verdict"], outcome["reason"] = "mismatch", f"oracle: {mismatches[0]}"
+    outcome["verdict"], outcome["reason"] = judge_served(
+        outcome["verdict"], outcome["reason"], mismatches, sup.reports
+    )
     if simulated:  # every simulated run can be replayed exactly, from its file alone
         from ppx.sim.schedule import save_run
 

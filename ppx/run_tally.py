@@ -20,7 +20,7 @@ class RunTally:
     def sample(self, board, t_s: float, driver) -> None:
         """One metrics row per rank at `t_s` on the run's clock."""
         served = driver.count("served")
-        sample(board, self.world, round(t_s, 3), driver.tokens, served, self.metrics)
+        sample(board, self.world, round(t_s, 3), driver.stream.tokens, served, self.metrics)
 
     def outcome(
         self, board, verdict: str, reason: str, pm: dict | None, boot_s: float | None

@@ -186,7 +186,7 @@ class Supervisor:
             )
             wd = Watchdog(self.board, self.procs, float(w.stall_s))
             prog = Progress(
-                float(w.progress_s), None if self.driver.deadline else self.driver.limit
+                float(w.progress_s), None if self.driver.quota.deadline else self.driver.quota.limit
             )
             next_sample = self.t0
             f = self.cfg.faults
@@ -220,7 +220,7 @@ class Supervisor:
                 outstanding = not self.driver.done or self.driver.shutdown_sent
                 d = self.driver
                 v = wd.check(
-                    (d.tokens, d.count("served"), d.count("refused"), d.active), outstanding
+                    (d.stream.tokens, d.count("served"), d.count("refused"), d.active), outstanding
                 )
                 if v == "dead_peer":
                     verdict, reason = v, f"rank(s) {wd.dead_ranks()} gone"
@@ -248,7 +248,7 @@ class Supervisor:
                 served = self.driver.count("served")
                 prog.maybe(
                     served,
-                    self.driver.tokens,
+                    self.driver.stream.tokens,
                     int(self.board.fields(0)[F.FLIPS]),
                     int(self.board.fields(0)[F.VOIDS]),
                     int(self.board.fields(0)[F.INFLIGHT]),

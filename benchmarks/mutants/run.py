@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from zoo import ZOO, Mutant
+from zoo import EQUIVALENT, ZOO, Mutant
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COPIED = ("ppx", "conf", "tests", "experiments", "pyproject.toml")
@@ -211,7 +211,7 @@ def main() -> None:
         print(table(rows))
         return
     names = [n for n in args.only.split(",") if n]
-    unknown = sorted(set(names) - {m.name for m in ZOO})
+    unknown = sorted(set(names) - {m.name for m in (*ZOO, *EQUIVALENT)})
     if unknown:
         sys.exit(f"--only: no mutant named {', '.join(unknown)}")
     arms = [a for a in args.arms.split(",") if a]
@@ -222,8 +222,8 @@ def main() -> None:
     print(f"load average {os.getloadavg()}; {os.cpu_count()} cores", flush=True)
     # the baseline: the unmutated copy's exploration must serve (its suite is CI's business)
     rows = [] if args.no_baseline or "scenarios" not in arms else run_one(None, ["scenarios"], args)
-    for m in ZOO:
-        if not names or m.name in names:
+    for m in (*ZOO, *EQUIVALENT):  # the equivalent ones only by name (zoo.py says why)
+        if (not names and m in ZOO) or m.name in names:
             rows += run_one(m, arms, args)
     print(table(rows))
     mutants = [r for r in rows if r["mutant"] != "baseline"]

@@ -93,11 +93,11 @@ ZOO: tuple[Mutant, ...] = (
         ("tests/test_admission.py", "tests/test_decision_geometry.py"),
     ),
     Z(
-        "retract_stale_incarnation", "follower", "ppx/engine/admission/follow.py",
-        "incarnation = {e.rid: s.reqs[e.rid].admit_seq for e in entries}",
-        "incarnation = {e.rid: s.reqs[e.rid].admit_seq + 1 for e in entries}",
-        "a retracted pass names the next incarnation: its void re-queues nobody",
-        ("tests/test_admission.py", "tests/test_partial_retraction.py"),
+        "follower_reports_told", "follower", "ppx/engine/admission/follow.py",
+        "obs.append([ctx.rank, e.rid, e.prefix_len, local])",
+        "obs.append([ctx.rank, e.rid, e.prefix_len, e.prefix_len])",
+        "a follower's retraction row names the told as its local (the guard learns no floor)",
+        ("tests/test_admission.py", "tests/test_guard_rounds.py"),
     ),
     # -- scheduler: void and re-queue -----------------------------------------------------
     Z(
@@ -108,10 +108,10 @@ ZOO: tuple[Mutant, ...] = (
         ("tests/test_scheduler.py", "tests/test_admission.py"),
     ),
     Z(
-        "requeue_keeps_computed", "void/requeue", "ppx/engine/scheduler.py",
-        "req.slot, req.computed = -1, 0",
-        "req.slot = -1",
-        "a re-queued request keeps its computed count (its row was released)",
+        "void_ignores_incarnation", "void/requeue", "ppx/engine/scheduler.py",
+        "if req is None or batch.incarnation.get(e.rid) != req.admit_seq or e.rid in keep:",
+        "if req is None or e.rid in keep:",
+        "a stale void re-queues a request admitted again since (the incarnation check dropped)",
         ("tests/test_scheduler.py", "tests/test_admission.py"),
     ),
     Z(
@@ -215,5 +215,30 @@ ZOO: tuple[Mutant, ...] = (
         "obs[ctx.rank] = torch.tensor([0, e.rid, e.prefix_len, local])",
         "a TP-phase follower's retraction row is not flagged: nobody voids",
         ("tests/test_flip.py", "tests/test_prefetch_flips.py"),
+    ),
+)  # fmt: skip
+
+# Equivalent mutants: no run of any design can tell them from the code (docs/simulation.md,
+# "The mutant zoo", says why for each), so they are not in the score; `run.py --only NAME`
+# still runs one. Each was replaced in ZOO by a non-equivalent bug of the same area.
+EQUIVALENT: tuple[Mutant, ...] = (
+    # a whole-pass retraction settles before any entry of the decision is admitted, so the
+    # requests are still queued and the void has nothing to re-queue; the one path that admits
+    # first and retracts after (POOL_SHORT midway) is now itself a stop (check_capacity)
+    Z(
+        "retract_stale_incarnation", "follower", "ppx/engine/admission/follow.py",
+        "incarnation = {e.rid: s.reqs[e.rid].admit_seq for e in entries}",
+        "incarnation = {e.rid: s.reqs[e.rid].admit_seq + 1 for e in entries}",
+        "a retracted pass names the next incarnation: its void re-queues nobody",
+        ("tests/test_admission.py", "tests/test_partial_retraction.py"),
+    ),
+    # KVCache.admit sets req.computed = prefix_len at every re-admission and nothing reads a
+    # waiting request's computed before it: the reset in Scheduler.requeue is a dead store
+    Z(
+        "requeue_keeps_computed", "void/requeue", "ppx/engine/scheduler.py",
+        "req.slot, req.computed = -1, 0",
+        "req.slot = -1",
+        "a re-queued request keeps its computed count (its row was released)",
+        ("tests/test_scheduler.py", "tests/test_admission.py"),
     ),
 )  # fmt: skip

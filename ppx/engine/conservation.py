@@ -9,6 +9,12 @@ budget ends it as `timeout`, minutes later, naming nothing. So each pass the ran
 its ledger of requests taken in with what its scheduler holds, and a request held nowhere
 ends the run at once as `lost`, naming where it was last seen.
 
+Order: a request a void or a cutover re-queued goes back to the head of the waiting queue,
+ahead of every request never admitted, so it is the next one offered. Re-queued behind newer
+arrivals it is served all the same, later, and only its latency shows it; under steady
+arrivals it may wait for good. So the same check ends a run whose queue holds a re-queued
+request behind a fresh one (`queue order: ...`, verdict `stopped`).
+
 Progress is tokens: rank 0 counts passes in which requests are outstanding and no token is
 committed; past `engine.stall_passes` the run ends `stalled` (bounded in passes, the same on
 gloo and on the simulator, never in scheduler steps). A livelock of voids ends first, by its
@@ -17,16 +23,37 @@ own bound, with its own reason.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
+
+from ppx.core import Req
 
 
 class Holder(Protocol):
     """What the check reads of a rank's scheduler."""
 
+    waiting: Iterable[Req]
+
     def places(self) -> dict[int, str]: ...
 
 
 LOST, STALLED = "lost: ", "stalled: "  # the reasons' prefixes, read by core.stop_verdict
+ORDER = "queue order: "
+
+
+def queue_order(waiting: Iterable[Req]) -> str | None:
+    """None, or the first re-queued request (admitted before: admit_seq > 0) that waits
+    behind one never admitted."""
+    fresh = None
+    for req in waiting:
+        if req.admit_seq == 0:
+            fresh = fresh or req
+        elif fresh is not None:
+            return (
+                f"{ORDER}rid {req.rid} was re-queued behind rid {fresh.rid}, never admitted: "
+                "a re-queued request goes back to the head of the queue"
+            )
+    return None
 
 
 class Conservation:
@@ -64,6 +91,8 @@ class Conservation:
                     f"{self.rank} (pass {pass_id}; outstanding {sorted(self.seen)})"
                 )
             self.seen[rid] = (now, pass_id)
+        if (order := queue_order(sched.waiting)) is not None:
+            return f"{order} (rank {self.rank}, pass {pass_id})"
         idle = pass_id - self.last_commit
         if self.rank == 0 and self.stall_passes > 0 and idle > self.stall_passes:
             rids = sorted(self.seen)

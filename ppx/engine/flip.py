@@ -25,6 +25,7 @@ from ppx.engine.flip_schedule import FlipSchedule
 from ppx.protocol.flip import EpochAdvance, Inflight, SeamTail
 
 if TYPE_CHECKING:
+    from ppx.core import SlotBatch
     from ppx.engine.admission.cutover import CutoverSeam
     from ppx.engine.context import RankContext
     from ppx.protocol.registry import Protocol
@@ -53,6 +54,8 @@ class FlipControl:
         self.announced_t = 0.0
         self.cutover_ms: list[float] = []
         self.retracted = 0
+        self.flip_voided = 0  # batches in flight that a void-mode flip voided, over the run
+        self.to_void: list[SlotBatch] = []  # in flight at this flip's void-mode announcement
         self.reprefill_tokens = 0
 
     @property
@@ -74,6 +77,7 @@ class FlipControl:
         self.announced_pass, self.announced_t = pass_id, self.schedule.clock()
         ctx.sched.pause()
         if self.inflight.voids_inflight:
+            self.to_void = [b for b in ctx.sched.inflight if b is not None]
             for b in ctx.sched.inflight:
                 if b is not None:
                     b.flip_void = True
@@ -100,6 +104,7 @@ class FlipControl:
         ctx = self.ctx
         s = ctx.sched
         assert s.num_inflight == 0, f"rank{ctx.rank}: cutover with {s.num_inflight} slots in flight"
+        self.check_voided(pass_id)
         # every request mid-prefill: the continuations the pointer and the cells name, and any
         # a void parked outside them (engine.admission.void=keep)
         mid = s.continuations() + s.strays()
@@ -147,12 +152,26 @@ class FlipControl:
             f"now {target}; cutover_ms={ms:.1f} retracted={len(residents)}",
         )
 
+    def check_voided(self, pass_id: int) -> None:
+        """flip.inflight=void: each batch in flight at the announcement came back before the
+        cutover (the assert above) and was voided (Results marks it); one that finished ran
+        the flip as `drain`, so the run would be served with the design it names never run."""
+        kept = [b.pass_id for b in self.to_void if not b.flip_voided]
+        self.flip_voided += len(self.to_void) - len(kept)
+        self.to_void = []
+        if kept:
+            self.ctx.stop(
+                f"flip void: {len(kept)} of the batches in flight at the announcement "
+                f"(pass {self.announced_pass}) were not voided by the cutover (pass {pass_id})"
+            )
+
     def counters(self) -> dict:
         ms = sorted(self.cutover_ms)
         return {
             "flips": self.schedule.flips,
             "retracted_at_flip": self.retracted,
             "reprefill_tokens": self.reprefill_tokens,
+            "flip_voided": self.flip_voided,
             "seam_tails_lost": self.tail.lost,
             "flips_deferred": self.schedule.deferred,
             "readmits": self.schedule.churn.readmits,

@@ -34,6 +34,7 @@ class Results:
         ctx = self.ctx
         if batch.flip_void:  # flip.inflight=void: the slot's results are dropped, re-queued
             ctx.sched.void(batch)
+            batch.flip_voided = True  # what the cutover checks (FlipControl.check_voided)
             return
         if self.returns.absorb(slot, batch, msg, p):
             return

@@ -32,6 +32,34 @@ class Record:
         return (self.token_t[-1] - self.token_t[0]) / (len(self.token_t) - 1) * 1e3
 
 
+@dataclass(frozen=True)
+class Quota:
+    """What the workload lets the driver submit: how many at once (`cap`: vLLM's
+    max_concurrency, under any arrival process), paced by the clock or by completions, how
+    many in all, until when (`duration_s`)."""
+
+    concurrency: int
+    cap: int | None
+    timed: bool
+    limit: int
+    deadline: float | None
+
+
+@dataclass
+class Stream:
+    """The run's token stream at the frontend: how many tokens, the first and last one's time
+    (the throughput window and the first-token latency of the summary)."""
+
+    tokens: int = 0
+    first_t: float | None = None
+    last_t: float | None = None
+
+    def token(self, now: float) -> None:
+        self.tokens += 1
+        self.first_t = self.first_t or now
+        self.last_t = now
+
+
 class Driver:
     def __init__(
         self, workload: Workload, in_q, out_q, t0: float, clock: Callable[[], float] = time.time
@@ -42,26 +70,29 @@ class Driver:
         # `max_concurrency` (vLLM's flag): caps requests in flight under any arrival process;
         # in the closed loop it is the loop's width, else `concurrency` is
         cap = int(w.max_concurrency)
-        self.concurrency = cap if cap > 0 else int(w.concurrency)
-        self.cap = cap if cap > 0 else None
-        self.timed = workload.timed
-        self.limit = workload.count
-        self.deadline = t0 + float(w.duration_s) if workload.open_ended else None
+        deadline = t0 + float(w.duration_s) if workload.open_ended else None
+        # read once: the workload's properties read the config, and the loop asks every step
+        self.quota = Quota(
+            cap if cap > 0 else int(w.concurrency),
+            cap if cap > 0 else None,
+            workload.timed,
+            workload.count,
+            deadline,
+        )
         self.records: dict[int, Record] = {}
         self.next_rid = 0
         self.active = 0
         self.rng = workload.arrivals()
         self.next_arrival = self.clock()
-        self.first_token_t: float | None = None
-        self.last_token_t: float | None = None
-        self.tokens = 0
+        self.stream = Stream()  # every token the run streamed, and when
         self.shutdown_sent = False
 
     # -- submission -------------------------------------------------------------------------
     def _more(self, now: float) -> bool:
-        if self.deadline is not None:
-            return now < self.deadline
-        return self.next_rid < self.limit
+        q = self.quota
+        if q.deadline is not None:
+            return now < q.deadline
+        return self.next_rid < q.limit
 
     def _submit(self, now: float) -> None:
         req = self.wl.request(self.next_rid)
@@ -75,22 +106,22 @@ class Driver:
 
     def pump(self) -> None:
         now = self.clock()
-        if self.timed:
+        if self.quota.timed:
             while self._more(now) and self.next_arrival <= now:
-                if self.cap is not None and self.active >= self.cap:
+                if self.quota.cap is not None and self.active >= self.quota.cap:
                     break  # vLLM's semaphore: the arrival waits for a request to finish
                 rid = self.next_rid
                 self._submit(now)
                 self.next_arrival += self.wl.gap_after(rid, self.rng)
         else:
-            while self._more(now) and self.active < self.concurrency:
+            while self._more(now) and self.active < self.quota.concurrency:
                 self._submit(now)
 
     def next_wake(self) -> float | None:
         """When the driver next wants to submit on its own (a Poisson arrival); None when
         only a token coming back can make it submit (closed loop) or nothing remains."""
-        if self.timed and self._more(self.next_arrival):
-            if self.cap is not None and self.active >= self.cap:
+        if self.quota.timed and self._more(self.next_arrival):
+            if self.quota.cap is not None and self.active >= self.quota.cap:
                 return None  # only a finishing request frees the arrival
             return self.next_arrival
         return None
@@ -119,9 +150,7 @@ class Driver:
                 rec.cached = cached
                 rec.output.append(tok)
                 rec.token_t.append(now)
-                self.tokens += 1
-                self.first_token_t = self.first_token_t or now
-                self.last_token_t = now
+                self.stream.token(now)
                 if finished:
                     rec.outcome = "served"
                     self.active -= 1

@@ -18,6 +18,8 @@ INFLIGHT = Axis(
         Counter("flips", group=True),
         Counter("retracted_at_flip", group=True),
         Counter("reprefill_tokens", group=True),
+        # batches a flip.inflight=void flip voided (every rank voids the same ones)
+        Counter("flip_voided", group=True),
     ),
 )
 START = Axis("flip.start_phase", "start_phase", "the phase a flipping run starts in", "pp")

@@ -27,8 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ppx.sim.scheduler import WRITE, ReplayMismatch
-
-REDUCTIONS = ("sleep", "none")
+from ppx.sim.strategy import Strategy
 
 
 def dependent(a: dict, b: dict) -> bool:
@@ -61,12 +60,12 @@ class DfsWalker:
     def __init__(
         self,
         bound: int,
-        reduce: str = "sleep",
+        sleep: bool = True,
         delays: int | None = None,
         root: list[int] | None = None,
     ) -> None:
         self.bound = bound if bound > 0 else 1 << 62
-        self.reduce, self.delays, self.root = reduce == "sleep", delays, root
+        self.reduce, self.delays, self.root = sleep, delays, root
         self.path: list[Node] = []
         self.probed: dict[int, dict] = {}  # another shard's root task -> its footprint
         self.exhausted = False
@@ -126,10 +125,10 @@ class DfsWalker:
         return [t for t in range(num_tasks) if t not in self.root and t not in self.probed]
 
 
-class ProbeStrategy:
+class ProbeStrategy(Strategy):
     """Runs `tid` first, keeps its step's footprint, and stops the run at once."""
 
-    every_step = True
+    watches_steps = True
 
     def __init__(self, walker: DfsWalker, tid: int) -> None:
         self.w, self.tid, self.stepped = walker, tid, False
@@ -141,10 +140,10 @@ class ProbeStrategy:
         self.w.probed[tid], self.stepped = fp, True
 
 
-class DfsStrategy:
+class DfsStrategy(Strategy):
     """One run of the walk: replays the path, then extends it (every step is watched)."""
 
-    every_step = True
+    watches_steps = True
 
     def __init__(self, walker: DfsWalker) -> None:
         self.w = walker

@@ -27,6 +27,7 @@ of every end), replayed once to check it, and saved like every failure.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -48,14 +49,16 @@ class Stats:
 class ExhaustiveWalker(DfsWalker):
     """dfs.py's walker without bounds, with a visited set and the state graph."""
 
-    def __init__(self, reduce: str, cache: bool, fingerprint: Fingerprint | None) -> None:
-        super().__init__(0, reduce)
+    def __init__(self, sleep: bool, cache: bool, fingerprint: Fingerprint | None) -> None:
+        super().__init__(0, sleep)
         self.cache, self.fp = cache, fingerprint
         self.visited: dict[bytes, frozenset[int]] = {}  # state -> the sleep set it had
         self.graph: dict[bytes, dict[int, tuple[int, object]]] = {}  # -> tid: (mask, next)
         self.digests: list[bytes] = []  # the digest of each node on the path
         self.start: bytes | None = None  # the first state
         self.stats = Stats()
+        self.deadline: float | None = None  # perf_counter time the walk stops at (a budget)
+        self.out_of_time = False  # the budget ended the walk (inside a run, too)
 
     def strategy(self) -> ExhaustiveStrategy:
         return ExhaustiveStrategy(self)
@@ -90,6 +93,8 @@ class ExhaustiveWalker(DfsWalker):
 
     def record_end(self, row_index: int | None) -> None:
         """After a run: its last step's edge to the end it reached, then backtrack."""
+        if self.out_of_time:  # the run was cut for the budget, not covered: no backtracking
+            return
         if row_index is not None and self.path:
             self.stats.depth = max(self.stats.depth, len(self.path))
             self.edge(len(self.path) - 1, (END, row_index))
@@ -139,6 +144,9 @@ class ExhaustiveStrategy(DfsStrategy):
         w, k = self.w, self.k
         if k < len(w.path) or w.fp is None:
             return super().choose(ready, point, sched)
+        if w.deadline is not None and time.perf_counter() > w.deadline:
+            w.out_of_time = True  # one long run must not outlast the budget (a stall's run)
+            return None
         digest = w.fp.of(sched)
         w.edge(k - 1, digest)
         asleep = frozenset(self.awake) if w.reduce else frozenset()

@@ -4,7 +4,8 @@ shortest trace of each failure (replayed to check it), and the counts behind the
 Verdict: `refuted` when some schedule fails (each failure key saved with its shortest
 trace, replayable as every failure is), `verified` when the walk was exhausted and every
 schedule served, `unknown` when `explore.schedules` runs ended the walk first (the bound it
-reached is in the counts: runs, states, depth).
+reached is in the counts: runs, states, depth); so does `explore.budget_s` of wall time,
+looked at before every new state (a run is cut there, and the walk ends).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from ppx.sim.exhaustive import ExhaustiveWalker, choice_points
 from ppx.sim.fingerprint import Fingerprint
 from ppx.sim.merge import Exploration
+from ppx.sim.registry import reduction_of
 from ppx.sim.runner import Runner
 from ppx.sim.shard import Failure
 from ppx.sim.strategy import ReplayStrategy
@@ -30,12 +32,14 @@ def search(cfg, echo=print, log=None) -> Exploration:
     # the exploration's immutable inputs stand in the fingerprint by identity; without the
     # cache no state is fingerprinted (no visited set, no graph: the plain tree of runs)
     fp = Fingerprint((runner.cfg, runner.typed, runner.models, runner.oracle)) if cache else None
-    walker = ExhaustiveWalker(str(x.reduce), cache, fp)
+    walker = ExhaustiveWalker(reduction_of(x).sleep, cache, fp)
     rows: list[dict] = []
     found: dict[str, tuple[int, list]] = {}  # failure key -> (first row, its choices)
     runs: dict[int, list] = {}  # failing row -> its choices
-    cap, batch = int(x.schedules), int(x.batch)
-    while not walker.exhausted and len(rows) < cap:
+    cap, batch, budget = int(x.schedules), int(x.batch), float(x.budget_s)
+    # past the budget, the walk ends `unknown`, with the bound reached (states, depth)
+    walker.deadline = t0 + budget if budget else None
+    while not walker.exhausted and len(rows) < cap and not walker.out_of_time:
         res = runner.run(walker.strategy())
         if res is None:
             walker.record_end(None)

@@ -17,6 +17,7 @@ import os
 import time
 
 from ppx.sim.merge import Exploration, merge
+from ppx.sim.registry import strategy_of
 from ppx.sim.report import finish, summary_dict
 from ppx.sim.schedule import config_hash, resolved_config
 from ppx.sim.shard import run_shard
@@ -29,7 +30,7 @@ def explore(
     x = cfg.explore
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.time()
-    if x.strategy == "exhaustive":  # one walk, one process (exhaustive_run.py)
+    if strategy_of(x).exhaustive:  # one walk, one process (exhaustive_run.py)
         from ppx.sim.exhaustive_run import search
 
         with open(os.path.join(out_dir, "ranks.log"), "w") as log:
@@ -65,7 +66,7 @@ def summary_of(ex: Exploration, cfg, exp: str | None) -> dict:
 
     choices = choices_of(cfg, exp) | {"strategy": str(cfg.explore.strategy)}
     s = summary_dict(ex, choices, cfg.logger.group)
-    if cfg.explore.strategy == "exhaustive":
+    if strategy_of(cfg.explore).exhaustive:
         from ppx.sim.exhaustive_run import summary_keys
 
         s |= summary_keys(ex)

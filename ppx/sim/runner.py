@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import OmegaConf
 
+from ppx.judge import judge_served
 from ppx.oracle import Oracle, sample_rids
 from ppx.sim.coverage import counters_of
 from ppx.sim.ends import END_COLUMNS, end_record
@@ -93,14 +94,13 @@ class Runner:
         if verdict == "pruned":
             return None
         checked, bad = self.check(sup.driver)
-        if verdict == "served" and bad:
-            verdict, reason = "mismatch", f"oracle: {bad[0]}"
+        verdict, reason = judge_served(verdict, reason, bad, sup.reports)
         cycle = (out.get("postmortem") or {}).get("cycle")
         row = {
             "verdict": verdict,
             "reason": reason,
             "cycle": cycle,
-            "tokens": sup.driver.tokens,
+            "tokens": sup.driver.stream.tokens,
             "served": sup.driver.count("served"),
             "tokens_checked": checked,
             "steps": out["sim"]["steps"],

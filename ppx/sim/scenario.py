@@ -6,7 +6,8 @@ a corner of it: a small workload, pool pressure (`engine.kv.pool_tokens` on ever
 one rank's `faults.pool_rank`/`pool_tokens`), a host
 tier whose load-back on one rank is slow, a rank-local retraction (`faults.retract_rid`, where
 the design carries rank 0's decision), a delayed channel, flips (how often, how many, what
-happens to the slots in flight), the chunk size and the batch slots. Drawing and shrinking are
+happens to the slots in flight, whether a continuation survives the cutover), the chunk size
+and the batch slots. Drawing and shrinking are
 Hypothesis's: every field shrinks toward the smaller or the off value (1 request, no fault,
 no flip), so a failing scenario shrinks to the least that still fails.
 
@@ -22,6 +23,8 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from ppx.config import ConfigError
+from ppx.protocol.continuations import Retract, Survive
+from ppx.protocol.flip_due import Clock, Drained
 from ppx.protocol.policy import policy_of
 
 # the pressure and timing values drawn (the first of each list is where a shrink goes)
@@ -57,6 +60,8 @@ class Scenario:
     flip_every: int = 0  # passes between flips; 0: no flip
     max_flips: int = 0
     inflight: str = "drain"
+    continuation: str = Retract.name  # flip.continuation: "survive" carries it across the cutover
+    due: str = Drained.name  # flip.due: "clock" starts a due flip with a prompt mid-prefill
 
     def overrides(self, pp: int) -> list[str]:
         """The scenario as `key=value` overrides (what a replay command line carries)."""
@@ -95,6 +100,10 @@ class Scenario:
                 f"flip.max_flips={self.max_flips}",
                 f"flip.inflight={self.inflight}",
             ]
+            if self.continuation != Retract.name:  # else the design's own (retract by default)
+                o.append(f"flip.continuation={self.continuation}")
+            if self.due != Drained.name:
+                o.append(f"flip.due={self.due}")
         return o
 
     def size(self) -> tuple:
@@ -111,10 +120,13 @@ def scenarios(base) -> st.SearchStrategy[Scenario]:
     travels, ranks and rids within the world and the workload."""
     pp = int(base.pp)
     decides = policy_of(base).decides
-    return st.builds(_draw, st.data(), st.just(pp), st.just(decides))
+    # the cutover's continuation (and when a flip may start) is drawn only where the design
+    # leaves both at their defaults (a design that names them is the design under test)
+    survive = pp >= 2 and base.flip.continuation == Retract.name and base.flip.due == Drained.name
+    return st.builds(_draw, st.data(), st.just(pp), st.just(decides), st.just(survive))
 
 
-def _draw(data, pp: int, decides: bool) -> Scenario:
+def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
     d = data.draw
     n = d(st.integers(1, 6), label="requests")
     lo = d(st.integers(1, 8))
@@ -152,6 +164,14 @@ def _draw(data, pp: int, decides: bool) -> Scenario:
             "max_flips": d(st.integers(0, 4)),
             "inflight": d(st.sampled_from(("drain", "void"))),
         }
+        if survive and d(st.booleans(), label="continuation survives"):
+            # flip.continuation=survive: a continuation carried un-retracted (carried_at_flip),
+            # and in the one-slot TP plan the #959 guard's second_continuation_refusals
+            kw["continuation"] = Survive.name
+            # at flip.due=drained a flip waits for the prompt mid-prefill to finish, so there
+            # is never a continuation to carry: the stopwatch starts it mid-prefill
+            if d(st.booleans(), label="flip mid-prefill"):
+                kw["due"] = Clock.name
     # faults.retract_rid with flips: a TP-phase follower meets the retracted rid with no row
     # probe (rank1 `admit_entry`: "not in deque"), a limit of the fault, not of a design
     if decides and not flips and d(st.booleans(), label="retraction"):

@@ -42,6 +42,10 @@ class Find:
     seed: int
 
 
+# scenarios per Hypothesis search: its targeting phase starts at half of them (ROUND // 2)
+ROUND = 24
+
+
 class _Failed(Exception):
     """Raised inside the property: this scenario fails with the failure key searched for."""
 
@@ -97,7 +101,7 @@ class ScenarioSearch:
     def property(self, sc: Scenario) -> None:
         searching = self.first is None
         now = time.time()
-        if searching and self.budget_s and now - self.t0 > self.budget_s:
+        if searching and self.out_of_time():
             raise _OutOfTime
         if not searching and self.shrink_s and now - self.shrink_t0 > self.shrink_s:
             return  # the shrink's time is spent: the smallest failure so far is kept
@@ -128,6 +132,20 @@ class ScenarioSearch:
             raise _Failed(find.result.key)
 
     def search(self, n: int) -> None:
+        """`n` scenarios in rounds of ROUND, each its own Hypothesis search (seed, round):
+        Hypothesis hill-climbs on `target` only once half a search's examples have run, so
+        one search of 100,000 would never steer within a budget of seconds. The coverage,
+        and so the novelty each round climbs on, is kept across rounds."""
+        done, k = 0, 0
+        while done < n and self.first is None and not self.out_of_time():
+            m = min(ROUND, n - done)
+            self.search_round(m, self.seed0 + k)
+            done, k = done + m, k + 1
+
+    def out_of_time(self) -> bool:
+        return bool(self.budget_s) and time.time() - self.t0 > self.budget_s
+
+    def search_round(self, n: int, seed: int) -> None:
         prop = given(scenarios(self.base))(self.property)
         prop = settings(
             max_examples=n,
@@ -139,7 +157,7 @@ class ScenarioSearch:
             report_multiple_bugs=False,
         )(prop)
         try:
-            hyp_seed(self.seed0)(prop)()
+            hyp_seed(seed)(prop)()
         except (_Failed, _OutOfTime):
             pass
         except Exception as e:  # Hypothesis's own end when a time budget cut the shrink

@@ -99,7 +99,7 @@ class Scheduler:
         self._ending = False
         self._abnormal = False
         # a strategy that watches every step (the dfs reduction) may also refuse to go on
-        self._every = getattr(strategy, "every_step", False)
+        self._every = strategy.watches_steps
         # the run's progress watch: called when the clock jumps and every WATCH_EVERY steps,
         # it names a stall (requests outstanding, no token for a while of virtual time)
         self.watch: Callable[[], str | None] | None = None

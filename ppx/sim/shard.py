@@ -15,9 +15,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ppx.sim.dfs import DfsWalker, ProbeStrategy
+from ppx.sim.registry import members_of, reduction_of
 from ppx.sim.runner import Runner
 from ppx.sim.shrink import shrink
-from ppx.sim.strategy import PctStrategy, RandomStrategy, pct_depth
+from ppx.sim.strategy import RandomStrategy
 
 
 @dataclass
@@ -51,16 +52,16 @@ class Plan:
         self.x, self.shard, self.shards = x, shard, shards
         self.n, self.seed0 = int(x.schedules), int(x.seed)
         self.tasks = int(cfg.pp) + 1  # the ranks and the frontend
-        self.members = list(x.portfolio) if x.strategy == "portfolio" else [str(x.strategy)]
+        self.members = members_of(x)
         self.walker = None
-        if "dfs" in self.members:
+        if any(k.walk for k in self.members):
             root = [t for t in range(self.tasks) if t % shards == shard] if shards > 1 else None
             delays = None if x.delays is None else int(x.delays)
-            self.walker = DfsWalker(int(x.bound), str(x.reduce), delays, root)
+            self.walker = DfsWalker(int(x.bound), reduction_of(x).sleep, delays, root)
             for t in self.walker.probes(self.tasks):
                 runner.run(ProbeStrategy(self.walker, t))
         self.horizon = int(x.horizon)
-        if self.horizon <= 0 and "pct" in self.members:
+        if self.horizon <= 0 and any(k.calibrates for k in self.members):
             # PCT draws its change points over the run's length: calibrate it on one random
             # run (the same in every shard, so schedule i is the same whoever runs it)
             cal = runner.run(RandomStrategy(self.seed0))
@@ -71,20 +72,17 @@ class Plan:
         m = len(self.members)
         dfs_k = 0
         for i in range(self.shard, self.n, self.shards):
-            name = self.members[i % m]
-            if name == "dfs":
+            kind = self.members[i % m]
+            if kind.walk:
                 w = self.walker
                 if w.exhausted:
                     continue
                 index = i if m > 1 else dfs_k * self.shards + self.shard
                 dfs_k += 1
-                yield index, name, w.strategy(), -1
-            elif name == "pct":
-                d = pct_depth(int(self.x.depth), bool(self.x.depth_cycle), i // m)
-                seed = self.seed0 + i
-                yield i, name, PctStrategy(seed, d, self.tasks, self.horizon), seed
+                yield index, kind.name, w.strategy(), -1
             else:
-                yield i, name, RandomStrategy(self.seed0 + i), self.seed0 + i
+                seed = self.seed0 + i
+                yield i, kind.name, kind.draw(self.x, i // m, seed, self.tasks, self.horizon), seed
 
 
 def run_plan(plan: Plan, runner: Runner):
@@ -92,7 +90,7 @@ def run_plan(plan: Plan, runner: Runner):
     is no schedule: the walk goes on to the next one."""
     for index, name, strategy, seed in plan.schedules():
         res = runner.run(strategy)
-        if name == "dfs":
+        if strategy.watches_steps:  # the walk's run: the reduction may have cut it
             plan.walker.record(blocked=res is None)
             while res is None and not plan.walker.exhausted:
                 res = runner.run(plan.walker.strategy())

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ppx.sim.runner import delays
-from ppx.sim.strategy import ReplayStrategy
+from ppx.sim.strategy import ReplayStrategy, Strategy
 
 
-class GuidedStrategy:
+class GuidedStrategy(Strategy):
     """At choice point j, the deviation's task if it is runnable, else the lowest runnable."""
 
     def __init__(self, deviations: dict[int, int]) -> None:

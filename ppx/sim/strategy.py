@@ -13,11 +13,26 @@
 from __future__ import annotations
 
 import random as _random
+from abc import ABC, abstractmethod
+from typing import ClassVar
 
 from ppx.sim.scheduler import ReplayMismatch
 
-STRATEGIES = ("random", "pct", "dfs", "portfolio", "replay", "exhaustive")
-MEMBERS = ("random", "pct", "dfs")  # what a portfolio may hold
+
+class Strategy(ABC):
+    """What the scheduler asks of every strategy. `choose` picks the next task among the
+    runnable ones at a choice point (None: cut the run here, an order already covered).
+    A strategy that `watches_steps` is asked at every step, even where one task can run,
+    every step's footprint is recorded, and `after_step` is told each one (the tree walks:
+    dfs.py, exhaustive.py)."""
+
+    watches_steps: ClassVar[bool] = False
+
+    @abstractmethod
+    def choose(self, ready: list[int], point: int, sched) -> int | None: ...
+
+    def after_step(self, tid: int, footprint: dict) -> None:  # noqa: B027 - optional hook
+        """The step task `tid` just ran touched `footprint` (only when watches_steps)."""
 
 
 def pct_depth(depth: int, cycle: bool, index: int) -> int:
@@ -27,7 +42,7 @@ def pct_depth(depth: int, cycle: bool, index: int) -> int:
     return 1 + index % depth if cycle else depth
 
 
-class RandomStrategy:
+class RandomStrategy(Strategy):
     def __init__(self, seed: int) -> None:
         self.rng = _random.Random(seed)
 
@@ -35,7 +50,7 @@ class RandomStrategy:
         return ready[self.rng.randrange(len(ready))]
 
 
-class PctStrategy:
+class PctStrategy(Strategy):
     def __init__(self, seed: int, depth: int, num_tasks: int, horizon: int) -> None:
         rng = _random.Random(seed)
         # initial priorities are all above d, so a change point (priority < d) sinks a task
@@ -54,7 +69,7 @@ class PctStrategy:
         return tid
 
 
-class ReplayStrategy:
+class ReplayStrategy(Strategy):
     """Exact replay. With `then` (a fallback strategy) it is a prefix replay instead: the
     recorded choices are followed while they match, then `then` decides -- how a regression
     test keeps driving a found schedule's prefix after the code under it changed."""

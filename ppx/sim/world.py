@@ -25,8 +25,9 @@ from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
 from ppx.frontend.make import make_workload
 from ppx.run_tally import RunTally
+from ppx.sim.registry import one_run_strategy
 from ppx.sim.scheduler import CLOCK, DONE, Scheduler
-from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
+from ppx.sim.strategy import ReplayStrategy
 from ppx.supervisor import METRICS_EVERY_S, first_failure
 from ppx.watch import postmortem
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
@@ -90,17 +91,6 @@ class SimBoard(Board):
         return int(self.sched.now * 1e9)
 
 
-def make_strategy(x, num_tasks: int):
-    """The strategy of one run from the `explore` config (dfs runs come from ppx.explore)."""
-    if x.strategy == "pct":  # horizon 0 is the explorer's calibration: a run has none
-        return PctStrategy(int(x.seed), int(x.depth), num_tasks, int(x.horizon) or 20000)
-    if x.strategy == "replay" or x.replay:
-        from ppx.sim.schedule import load
-
-        return ReplayStrategy(load(x.replay).choices)
-    return RandomStrategy(int(x.seed))
-
-
 class SimSupervisor:
     """A run on the simulator: every rank and the frontend are tasks of one scheduler. What
     it keeps for run.py is the process supervisor's RunTally (the same metrics, reports and
@@ -117,14 +107,14 @@ class SimSupervisor:
         # what the explorer builds once for all its schedules: the typed config, the models
         self.typed, self.models = typed, models
         x = cfg.explore
-        self.strategy = strategy or make_strategy(x, self.world + 1)
+        self.strategy = strategy or one_run_strategy(x, self.world + 1)
         self.sched = Scheduler(
             self.strategy,
             float(x.step_us) * 1e-6,
             int(x.max_steps),
             float(cfg.watch.max_run_s),
             str(x.get("clock", "step")),
-            footprints=hasattr(self.strategy, "after_step"),
+            footprints=self.strategy.watches_steps,
         )
         self.sched.watch = self._progress_watch
         self.stall_s = float(cfg.watch.progress_stall_s)
@@ -135,7 +125,7 @@ class SimSupervisor:
         """Requests outstanding and no token committed for watch.progress_stall_s of virtual
         time: `stalled` (rank 0's engine.stall_passes usually names it first, in passes)."""
         d, now = self.driver, self.sched.now
-        sig = (d.tokens, d.active)
+        sig = (d.stream.tokens, d.active)
         if sig != self._progress or d.active == 0:
             self._progress, self._progress_t = sig, now
             return None

@@ -111,7 +111,8 @@ def build(
     recs = list(driver.records.values())
     served = [r for r in recs if r.outcome == "served"]
     t_start = min((r.submit_t for r in recs), default=driver.t0)
-    window = (driver.last_token_t - t_start) if driver.last_token_t else None
+    stream = driver.stream
+    window = (stream.last_t - t_start) if stream.last_t else None
     rep0 = reports.get(0) or {}
     per_rank: dict[str, list] = {}
     board = outcome.get("board_counts") or [{} for _ in range(world)]
@@ -130,7 +131,7 @@ def build(
         "served": len(served),
         "refused": driver.count("refused"),
         "lost": driver.count("lost"),
-        "out_tok_s": round(driver.tokens / window, 2) if window else None,
+        "out_tok_s": round(stream.tokens / window, 2) if window else None,
         "prefill_tok_s": round(rep0.get("prefill_tokens", 0) / window, 2) if window else None,
         "ttft_ms_p50": _pct([r.ttft_ms for r in served if r.ttft_ms is not None], 50),
         "ttft_ms_p90": _pct([r.ttft_ms for r in served if r.ttft_ms is not None], 90),
@@ -144,8 +145,8 @@ def build(
         "wall_s": round(wall_s, 3),
         "max_inflight": outcome.get("max_inflight"),
         "boot_s": outcome.get("boot_s"),
-        "first_token_s": round(driver.first_token_t - driver.t0 + outcome["boot_s"], 3)
-        if driver.first_token_t and outcome.get("boot_s") is not None
+        "first_token_s": round(stream.first_t - driver.t0 + outcome["boot_s"], 3)
+        if stream.first_t and outcome.get("boot_s") is not None
         else None,
         "cycle": (outcome.get("postmortem") or {}).get("cycle"),
         "blocked_on": (outcome.get("postmortem") or {}).get("blocked_on"),

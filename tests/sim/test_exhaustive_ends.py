@@ -11,6 +11,7 @@ import pytest
 from explore_helpers import explore_in
 
 import ppx.sim.fingerprint as fingerprint
+import ppx.sim.fingerprint_forms as forms
 
 EXHAUSTIVE = ["explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrink=0"]
 DECISION = ["engine/admission=decision", "engine/ordering=decision_first"]
@@ -84,12 +85,51 @@ def test_a_fingerprint_blind_to_the_stacks_loses_ends(tmp_path, monkeypatch):
     # red: the tasks' stacks and wait conditions unread (where each task is, and all it
     # holds, reached from there): states told apart only by them share a digest, a run
     # meets its own digest again (a false cycle) and the search's ends are not the plain ones
-    monkeypatch.setattr(fingerprint.Fingerprint, "_stack", lambda self, frame, out, seen: None)
+    monkeypatch.setattr(fingerprint, "stack_of", lambda frame: [])
     for tp in (types.FunctionType, types.MethodType):
-        monkeypatch.setitem(fingerprint._HANDLERS, tp, fingerprint.Fingerprint._opaque)
+        monkeypatch.setitem(forms._READERS, tp, forms._opaque)
     blind = explore_in(tmp_path / "blind", *cfg, *MODES["cached"])
     assert ends(blind) != ends(plain)
     assert blind.dfs["states"] < whole.dfs["states"]
+
+
+def test_the_canonical_wire_merges_states_and_keeps_every_end(tmp_path, monkeypatch):
+    """The wire's queues sorted by key (empty ones dropped) and a collective's parts by
+    rank merge states that differed only in the order two ranks first sent in, and the
+    search reaches the plain search's ends with fewer states than pickle's own order."""
+    from ppx.engine.transport.sim import SimWire, _Collective
+
+    cfg = [*CONFIGS["decision_first"], *EXHAUSTIVE]
+    plain = explore_in(tmp_path / "plain", *cfg, *MODES["plain"])
+    canon = explore_in(tmp_path / "canon", *cfg, *MODES["cached"])
+    for tp in (SimWire, _Collective):  # by pickle's own: insertion order, empty queues kept
+        monkeypatch.setitem(forms._READERS, tp, forms._default)
+    raw = explore_in(tmp_path / "raw", *cfg, *MODES["cached"])
+    assert ends(canon) == ends(raw) == ends(plain)
+    assert canon.dfs["states"] < raw.dfs["states"]
+
+
+def test_the_canonical_wire_keeps_what_a_rank_can_read():
+    """Green: the order keys were made in, and an empty queue, are no state. Red: a queue's
+    FIFO order and a message's bytes are (a form that sorted contents would merge them)."""
+    import torch
+
+    from ppx.engine.transport.sim import SimWire, _Send
+
+    def wire(*sends):
+        w = SimWire(None, 2)
+        for key, value in sends:
+            w.queues[key].append(_Send(torch.tensor([value])))
+        return w
+
+    fp = fingerprint.Fingerprint()
+    a, b = (0, 1, 0), (1, 0, 0)
+    base = fp.of_object(wire((a, 1), (b, 2)))
+    swapped_keys = wire((b, 2), (a, 1))
+    swapped_keys.queues[(1, 1, 3)]  # an empty queue, as a receive's lookup leaves one
+    assert fp.of_object(swapped_keys) == base
+    assert fp.of_object(wire((a, 2), (b, 2))) != base  # another message
+    assert fp.of_object(wire((a, 1), (a, 2))) != fp.of_object(wire((a, 2), (a, 1)))  # FIFO
 
 
 def test_a_search_cut_short_is_unknown_not_verified(tmp_path):

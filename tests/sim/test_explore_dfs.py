@@ -56,7 +56,7 @@ def test_the_delay_bound_limits_each_schedule_and_exhausts(tmp_path):
     assert runs[0] == 1 < runs[1] < runs[2]  # delays=0: the lowest-runnable schedule alone
     # every schedule of the delays=1 tree spends at most one delay, and some spend one
     cfg = explorer_cfg(*base, "explore.delays=1")
-    runner, w, spent = Runner(cfg), DfsWalker(0, "none", 1), []
+    runner, w, spent = Runner(cfg), DfsWalker(0, False, 1), []
     while not w.exhausted:
         res = runner.run(w.strategy())
         w.record(blocked=res is None)

@@ -99,3 +99,52 @@ def test_bad_scenario_knobs_are_refused_in_one_line():
     assert_refused(["explore.scenarios=-1"], "explore.scenarios=-1")
     assert_refused(["explore.scenario_schedules=0"], "schedules per scenario >= 1")
     assert_refused(["explore.scenarios=5", "explore.workers=2"], "runs in one process")
+
+
+def test_a_surviving_continuation_is_drawn_only_where_the_design_leaves_it_open():
+    from hypothesis import HealthCheck, given, settings
+
+    from ppx.sim.scenario import scenarios
+
+    def drawn(*overrides: str) -> set[tuple[str, str]]:
+        seen: set[tuple[str, str]] = set()
+
+        @settings(max_examples=150, database=None, suppress_health_check=list(HealthCheck))
+        @given(scenarios(explorer_cfg(*overrides)))
+        def draw(sc: Scenario) -> None:
+            seen.add((sc.continuation, sc.due))
+
+        draw()
+        return seen
+
+    assert drawn(*DECISION) >= {
+        ("survive", "clock"),
+        ("survive", "drained"),
+        ("retract", "drained"),
+    }
+    # the design names the flip's continuation (or its start): the scenarios keep it
+    fixed = ["flip.enabled=true", "flip.due=clock"]
+    assert drawn(*DECISION, *fixed) == {("retract", "drained")}
+    sc = Scenario(flip_every=4, max_flips=1, continuation="survive", due="clock")
+    cfg = compose(explorer_cfg(*DECISION), sc)
+    assert (cfg.flip.continuation, cfg.flip.due) == ("survive", "clock")
+
+
+def test_the_search_runs_in_rounds_so_hypothesis_targets_within_a_budget(tmp_path):
+    """Hypothesis hill-climbs on `target` only after half a search's max_examples: one search
+    of 100,000 never would. The search runs rounds of ROUND (seed, seed + 1, ...) and stops
+    at a failure."""
+    import io
+
+    from ppx.sim.scenarios import ROUND, ScenarioSearch
+
+    s = ScenarioSearch(explorer_cfg(*DECISION, "explore.budget_s=0"), io.StringIO())
+    calls = []
+    s.search_round = lambda n, seed: calls.append((n, seed))
+    s.search(2 * ROUND + 2)
+    s0 = s.seed0
+    assert calls == [(ROUND, s0), (ROUND, s0 + 1), (2, s0 + 2)]
+    calls.clear()
+    s.first = object()  # a failure was found: no further round
+    s.search(10 * ROUND)
+    assert calls == []

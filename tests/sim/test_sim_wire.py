@@ -11,7 +11,7 @@ from ppx.engine.board import Board, RankBoard
 from ppx.engine.channels import Channels
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.sim.scheduler import Scheduler
-from ppx.sim.strategy import PctStrategy, RandomStrategy
+from ppx.sim.strategy import PctStrategy, RandomStrategy, Strategy
 
 
 def world(n: int, seed: int = 0, strategy=None):
@@ -176,7 +176,7 @@ def test_same_seed_same_run_other_seed_other_interleaving():
     assert a[1] != c[1]  # another seed chose differently
 
 
-class Scripted:
+class Scripted(Strategy):
     """Chooses the listed tasks at the first choice points, then always the highest tid."""
 
     def __init__(self, first: list[int]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ppx.core import Flag, Kind
+from ppx.core import POOL_SHORT, Flag, Kind
 from ppx.engine.admission.base import ReturnPath
 from ppx.engine.board import F
 
@@ -67,6 +67,7 @@ class DecisionReturn(ReturnPath):
         if ctx.is_first:  # the guard learns before the requests are re-offered
             parts.guard.learn_void(obs, self.tokens_of)
             parts.offer.voided({row[1] for row in obs})
+            self.check_capacity(obs, p)
         requeued = parts.voids.void(ctx.sched, batch, first=ctx.is_first)
         parts.n["voids"] += 1
         ctx.board.add(F.VOIDS)
@@ -87,8 +88,23 @@ class DecisionReturn(ReturnPath):
         if self.ctx.is_first:
             # the rows come in rank order from the all-reduced table; the rank itself is not
             # needed here, only the order (engine.guard.unit folds later rows of a rid)
-            self.parts.guard.learn_void([[i, *row] for i, row in enumerate(obs)], self.tokens_of)
+            rows = [[i, *row] for i, row in enumerate(obs)]
+            self.parts.guard.learn_void(rows, self.tokens_of)
+            self.check_capacity(rows, None)
             self.count_void(tuple(obs[0]), " (TP phase)", None, 0)
+
+    def check_capacity(self, obs: list[list[int]], p: PassState | None) -> None:
+        """Rank 0 admits against the smallest pool (the cache's `slack`, #1045), so a follower
+        never lacks room for what it is told: a retraction row that says POOL_SHORT means
+        rank 0's own accounting is wrong. It would be served anyway (the pass voids and is
+        offered again), so it is a stop, named, not a silent slowdown."""
+        for rank, rid, told, local in obs:
+            if local == POOL_SHORT:
+                self.ctx.stop(
+                    f"pool short: rank{rank} could not hold rid {rid} told {told}, though "
+                    "rank 0 admits against the smallest pool",
+                    p,
+                )
 
     def tokens_of(self, rid: int) -> list[int]:
         req = self.ctx.sched.reqs.get(rid)

@@ -120,16 +120,7 @@ class Sim(TransportSpec):
                     "sim.semantics=gloo (set sim.semantics=nccl)"
                 )
             return
-        x = cfg.explore
-        dfs = x.strategy == "dfs" or (x.strategy == "portfolio" and "dfs" in list(x.portfolio))
-        if dfs and x.reduce == "sleep":
-            # the NCCL plane's holds (a device stream behind a send, a peer's consumed
-            # counter) are not in the steps' footprints the sleep sets compare, so two steps
-            # the reduction calls independent may not be: it could lose schedules
-            raise ValueError(
-                "explore.reduce=sleep with sim.semantics=nccl: the NCCL plane's waits are not "
-                "in the step footprints the reduction compares; set explore.reduce=none"
-            )
+        # explore.reduce under NCCL's rules: ppx/sim/explore_checks.py (the simulator's)
 
     def open(self, cfg, rank, world, port, store=None):
         raise ValueError(

@@ -27,6 +27,9 @@ AXIS = Axis(
         Counter("unresolved"),
         Counter("escalations"),
         Counter("prefix_floors_cleared"),
+        # retraction rows that said POOL_SHORT (capacity): rank 0 admits against the smallest
+        # pool, so under a decision any is a failure (DecisionPolicy.check_capacity)
+        Counter("pool_short"),
     ),
     params=(Param("engine.guard.defer_cap", "defer_cap"),),
 )

@@ -135,4 +135,5 @@ class Guard:
             "prefix_floors_cleared": self.floors.cleared,
             "defer_streak_resets": self.streak_resets,
             "unresolved_exempt": self.exempt,
+            "pool_short": self.pool_short,
         }
