@@ -247,6 +247,7 @@ class ExploreCfg:
     batch: int = 25  # ppx.explore: one progress line per this many schedules
     shrink: int = 200  # runs spent shrinking each failure found (0: save it as found)
     workers: int = 1  # ppx.explore: local processes the schedules are sharded over
+    ray: str | None = None  # a Ray cluster (local | auto | ray://HOST:PORT): the shards as tasks
     shard: int = 0  # a launcher job's shard (of `shards`): python -m ppx.explore -m ...
     shards: int = 1
     # scenario generation (ppx/sim/scenarios.py): draw this many scenarios of the design, each

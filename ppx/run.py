@@ -74,6 +74,7 @@ def execute(
         )
     extra = {k: outcome[k] for k in ("sim", "schedule") if k in outcome}
     extra["oracle_checked"] = getattr(sup.driver, "oracle_checked", 0)
+    extra.update(sup.driver.wl.loader_counts())  # a trace's malformed and skipped rows
     s = summary.build(
         cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0, extra
     )
@@ -105,7 +106,9 @@ def triton_cpu_notice(cfg) -> str | None:
     """Said before the run starts: triton on a CPU means the interpreter, which runs each
     kernel program in Python; `+exp=triton_cpu` is the run it serves in seconds (measured in
     docs/models.md)."""
-    if cfg.engine.kernels.name != "triton" or str(cfg.device) != "cpu":
+    from ppx.engine.kernels.registry import KERNELS
+
+    if not KERNELS.of(cfg).interpreted_on_cpu or str(cfg.device) != "cpu":
         return None
     return (
         "ppx: engine/kernels=triton on cpu runs under the triton interpreter "

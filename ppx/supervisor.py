@@ -20,10 +20,11 @@ from ppx.engine.transport.registry import spec_of as wire_spec
 from ppx.frontend.driver import Driver
 from ppx.frontend.make import make_workload
 from ppx.launch.children import stop_children
+from ppx.launch.start_methods import START_METHODS
 from ppx.launch.store import spec_of, torchrun_env
+from ppx.run_tally import RunTally
 from ppx.telemetry.progress import Progress
 from ppx.watch import postmortem
-from ppx.watch.sampler import sample
 from ppx.watch.watchdog import Watchdog
 
 METRICS_EVERY_S = 0.5
@@ -46,8 +47,8 @@ class Supervisor:
         self.cfg, self.run_dir = cfg, run_dir
         self.world = int(cfg.pp)
         self.interrupted = False
-        self.metrics: list[dict] = []
-        self.reports: dict[int, dict] = {}
+        self.tally = RunTally(self.world)
+        self.metrics, self.reports = self.tally.metrics, self.tally.reports  # what run.py reads
         # under torchrun this process is global rank 0's worker: only rank 0 is spawned here,
         # the others are remote handles fed by the store mirror (ppx/launch)
         self.torchrun = torchrun_env()
@@ -61,9 +62,9 @@ class Supervisor:
         # resolve; the ranks are plain spawn children
         if mp.get_start_method(allow_none=True) not in (None, "spawn", "fork", "forkserver"):
             mp.set_start_method("spawn", force=True)
-        method = str(typed.engine.start_method)
-        ctx = mp.get_context(method)
-        if method == "forkserver":
+        method = START_METHODS.of(typed)
+        ctx = mp.get_context(method.context)
+        if method.from_server:
             # the forkserver imports the engine (torch) once per supervisor process, and every
             # rank is a fork of that clean state: a rank boots in tens of ms instead of a fresh
             # interpreter's seconds. Never `fork` the supervisor itself: it runs threads (queue
@@ -94,7 +95,7 @@ class Supervisor:
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
                 store=spec,
-                env=dict(os.environ) if method == "forkserver" else None,
+                env=dict(os.environ) if method.from_server else None,
             )
             p = ctx.Process(target=rank_main, args=(a,), name=f"ppx-rank{r}", daemon=True)
             p.start()
@@ -161,14 +162,7 @@ class Supervisor:
         return []
 
     def _sample(self, now: float) -> None:
-        sample(
-            self.board,
-            self.world,
-            round(now - self.t0, 3),
-            self.driver.stream.tokens,
-            self.driver.count("served"),
-            self.metrics,
-        )
+        self.tally.sample(self.board, now - self.t0, self.driver)
 
     def run(self) -> dict:
         """Returns the raw outcome; the caller (run.py) writes the store."""
@@ -285,29 +279,7 @@ class Supervisor:
         for r in range(self.world):
             self._report(r)
         self.driver.finalize()
-        return self.outcome(verdict, reason, pm, getattr(self, "boot_s", None))
-
-    def outcome(self, verdict: str, reason: str, pm: dict | None, boot_s: float | None) -> dict:
-        """The raw outcome run.py turns into the store (the board's totals included)."""
-        f = [self.board.fields(r) for r in range(self.world)]
-        return {
-            "verdict": verdict,
-            "reason": reason,
-            "postmortem": pm,
-            "boot_s": boot_s,
-            "passes": max(int(x[F.PASS]) for x in f),
-            "max_inflight": max(int(x[F.MAX_INFLIGHT]) for x in f),
-            # what each rank counted on its board row: the summary's word for a rank that
-            # left no report (killed while blocked on a peer that had stopped the run)
-            "board_counts": [
-                {
-                    "voids": int(x[F.VOIDS]),
-                    "retracted": int(x[F.RETRACTIONS]),
-                    "flips": int(x[F.FLIPS]),
-                }
-                for x in f
-            ],
-        }
+        return self.tally.outcome(self.board, verdict, reason, pm, getattr(self, "boot_s", None))
 
     def _teardown(self) -> None:
         """Every child goes, on every path (a rank told to shut down gets 3 s to leave)."""

@@ -8,8 +8,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from ppx.config import ConfigError, PPXConfig
 from ppx.protocol import registry
+from ppx.protocol.axis import select
 from ppx.protocol.ordering import check_per_rank, flat, has_decision_step, parse_ordering
 from ppx.protocol.policy import policy_of
+from ppx.switch import Switch
 
 
 def _positive(cfg: DictConfig, keys: list[str]) -> None:
@@ -27,6 +29,7 @@ def validate(cfg: DictConfig) -> DictConfig:
         msg = str(e).splitlines()[0]
         key = getattr(e, "full_key", None)
         raise ConfigError(f"{key}: {msg}" if key else msg) from None
+    validate_switches(merged)
     validate_model(merged)
     _positive(
         merged,
@@ -84,7 +87,9 @@ def validate(cfg: DictConfig) -> DictConfig:
 
         if not torch.cuda.is_available():
             raise ConfigError(f"device={merged.device}: CUDA is not available on this machine")
-    if merged.engine.kernels.name == "triton" and str(merged.device) == "cpu":
+    from ppx.engine.kernels.registry import KERNELS
+
+    if KERNELS.of(merged).interpreted_on_cpu and str(merged.device) == "cpu":
         from ppx.engine.kernels.registry import interpreter_problem
 
         if (why := interpreter_problem()) is not None:
@@ -102,8 +107,6 @@ def validate(cfg: DictConfig) -> DictConfig:
         transport_spec(merged.engine.transport).validate(merged)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    if merged.engine.start_method not in ("forkserver", "spawn"):
-        raise ConfigError(f"engine.start_method={merged.engine.start_method!r}: forkserver | spawn")
     validate_explore(merged)
     f = merged.faults
     from ppx.core import Kind
@@ -156,6 +159,26 @@ def validate(cfg: DictConfig) -> DictConfig:
     return merged
 
 
+def switch_tables() -> list[Switch]:
+    """Every switch outside the protocol package, each from the module that owns it."""
+    from ppx.engine.kernels.registry import KERNELS
+    from ppx.engine.model.kinds import MODELS
+    from ppx.engine.transport.sim_nccl_rules import SIM_SWITCHES
+    from ppx.frontend.kinds import WORKLOADS
+    from ppx.launch.start_methods import START_METHODS
+    from ppx.sim.scheduler import CLOCKS
+
+    return [KERNELS, MODELS, WORKLOADS, START_METHODS, CLOCKS, *SIM_SWITCHES]
+
+
+def validate_switches(merged: DictConfig) -> None:
+    """A value that names no entry of its switch's table: the table's one line."""
+    for switch in switch_tables():
+        why = switch.refusal(select(merged, switch.key))
+        if why is not None:
+            raise ConfigError(why)
+
+
 def validate_protocol(merged: DictConfig) -> None:
     """The ordering's steps, then every protocol switch: a value that names no design, or a
     design that cannot mean anything with the rest of the config (ppx/protocol/registry.py)."""
@@ -205,6 +228,11 @@ def validate_explore(merged: DictConfig) -> None:
 
     x = merged.explore
     check_explore(merged)
+    if x.ray is not None:  # the shards on a Ray cluster (ppx/sim/fanout_ray.py)
+        from ppx.launch.ray_cluster import address_problem
+
+        if (why := address_problem(str(x.ray))) is not None:
+            raise ConfigError(f"explore.{why}")
     if x.schedules <= 0 or x.step_us <= 0 or x.max_steps <= 0:
         raise ConfigError(
             "explore.schedules, explore.step_us and explore.max_steps must be positive"
@@ -233,7 +261,9 @@ def validate_explore(merged: DictConfig) -> None:
 
 def validate_model(merged: DictConfig) -> None:
     """model=hf: the checkpoint directory fills the model's shape (ppx/engine/model/hf_config)."""
-    if merged.model.name == "hf" or merged.model.path is not None:
+    from ppx.engine.model.kinds import MODELS
+
+    if MODELS.of(merged).checkpoint or merged.model.path is not None:
         from ppx.engine.model.hf_checkpoint import resolve
         from ppx.engine.model.hf_config import HFError
 

@@ -123,3 +123,23 @@ def test_mooncake_serves_on_gloo_with_a_malformed_row(tmp_path):
     s = _serve(tmp_path / "gloo", mooncake_rows(True), transport="gloo", tail="{oops\n")
     assert (s["verdict"], s["served"], s["refused"], s["oracle_mismatches"]) == ("served", 4, 1, 0)
     assert s["cached_tokens"] >= 3 * 32
+
+
+def test_trace_counts_reach_summary_json_and_wandb(tmp_path):
+    from ppx.telemetry.wandb_sink import wandb_summary
+
+    path = _write(tmp_path / "burst.csv", BURSTGPT)  # a failed row, a malformed row
+    over = ["workload=trace", "workload.format=burstgpt", f"workload.path={path}",
+            "workload.token_scale=0.03125"]  # fmt: skip
+    s = run_inproc(str(tmp_path / "run"), "engine.transport=sim", "pp=3", *over,
+                   "workload.time_scale=0.001")  # fmt: skip
+    want = {"trace_rows": 3, "trace_window_rows": 3, "trace_malformed": 1, "trace_skipped": 1}
+    assert (s["verdict"], s["served"], s["refused"]) == ("served", 2, 1)
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert {k: on_disk[k] for k in want} == want
+    assert {k: wandb_summary(on_disk)[k] for k in want} == want
+    # red arm: a clean trace counts nothing refused or skipped, a generator reads no trace
+    clean = _write(tmp_path / "clean.csv", BURSTGPT.replace("45.0,ChatGPT,1087,0", "45.0,ChatGPT,1087,5").rsplit("130.0", 1)[0])  # fmt: skip
+    counts = make_workload(compose(*over[:2], f"workload.path={clean}")).loader_counts()
+    assert counts == {"trace_rows": 3, "trace_window_rows": 3, "trace_malformed": 0, "trace_skipped": 0}  # fmt: skip
+    assert make_workload(compose("workload=random")).loader_counts() == {}

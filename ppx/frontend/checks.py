@@ -28,13 +28,14 @@ def check_knobs(w) -> None:
 
 
 def check_workload(cfg) -> None:
+    from ppx.frontend.kinds import WORKLOADS
     from ppx.frontend.trace_formats import TraceError
-    from ppx.frontend.traces import TRACE_WORKLOADS, load
+    from ppx.frontend.traces import load
 
     w = cfg.workload
     check_knobs(w)
     check_text(cfg)
-    if w.name in TRACE_WORKLOADS:
+    if WORKLOADS.of(cfg).trace:
         try:
             w.num_requests = load(cfg).count
         except TraceError as e:

@@ -3,9 +3,10 @@ chooses; it sits above workloads.py, prompts.py and traces.py, which import none
 
 from __future__ import annotations
 
+from ppx.frontend.kinds import WORKLOADS
 from ppx.frontend.prompts import prompt_lines
 from ppx.frontend.text import load_tokenizer, tokenizer_file
-from ppx.frontend.traces import TRACE_WORKLOADS, make_trace_workload
+from ppx.frontend.traces import make_trace_workload
 from ppx.frontend.workloads import LinesWorkload, Workload
 
 
@@ -14,7 +15,7 @@ def make_workload(cfg) -> Workload:
     file = tokenizer_file(cfg.model)
     tok = load_tokenizer(file, int(cfg.model.vocab)) if file else None
     w = cfg.workload
-    if w.name in TRACE_WORKLOADS:
+    if WORKLOADS.of(cfg).trace:
         return make_trace_workload(cfg)
     lines = prompt_lines(cfg, tok)
     if lines is not None:

@@ -18,8 +18,6 @@ from dataclasses import replace
 from ppx.frontend.trace_formats import MOONCAKE_BLOCK, Trace, TraceError, TraceRow, read_trace
 from ppx.frontend.workloads import Request, Workload
 
-TRACE_WORKLOADS = ("trace",)
-
 
 def window(trace: Trace, start_s: float, length_s: float, limit: int) -> list[TraceRow]:
     """The rows in [start, start + length) of the trace's clock (length 0: to the end), at
@@ -75,11 +73,20 @@ class TraceWorkload(Workload):
             prompt = [rng.randrange(1, self.vocab) for _ in range(n_in)]
         return Request(i, prompt, n_out)
 
+    def loader_counts(self) -> dict[str, int]:
+        return {
+            "trace_rows": len(self.trace.rows),  # the file's, malformed ones included
+            "trace_window_rows": len(self.rows),
+            "trace_malformed": sum(bool(r.error) for r in self.rows),  # refused, in the window
+            "trace_skipped": self.trace.failed,  # BurstGPT's failed requests, never submitted
+        }
+
     def describe(self) -> str:
-        bad = sum(bool(r.error) for r in self.rows)
+        n = self.loader_counts()
         return (
-            f"ppx: trace {self.trace.path}: {len(self.trace.rows)} rows, {len(self.rows)} in "
-            f"the window, {bad} malformed (refused), {self.trace.failed} failed rows skipped"
+            f"ppx: trace {self.trace.path}: {n['trace_rows']} rows, {n['trace_window_rows']} "
+            f"in the window, {n['trace_malformed']} malformed (refused), "
+            f"{n['trace_skipped']} failed rows skipped"
         )
 
 

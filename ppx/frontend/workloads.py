@@ -87,6 +87,11 @@ class Workload:
     def arrivals(self) -> random.Random:
         return random.Random(f"arrivals/{self.seed}")
 
+    def loader_counts(self) -> dict[str, int]:
+        """What reading the workload's source counted (a trace's rows, the ones it refused
+        or skipped), for summary.json and the W&B summary; a generator reads no source."""
+        return {}
+
     def gap_after(self, rid: int, rng: random.Random) -> float:
         """Seconds from request `rid`'s arrival to the next one's."""
         return gap(rng, float(self.w.rate), float(self.w.burstiness))

@@ -38,6 +38,10 @@ def explore(
         return finish(ex, config_hash(cfg), out_dir, echo, overrides, config_name)
     if int(x.shards) > 1:  # a launcher job: this process is one shard of the sweep
         results = [_one(cfg, int(x.shard), int(x.shards), echo, out_dir)]
+    elif x.get("ray"):  # the shards as tasks on a Ray cluster (fanout_ray.py)
+        from ppx.sim.fanout_ray import run_ray
+
+        results = run_ray(cfg, max(1, int(x.workers)), str(x.ray))
     elif int(x.workers) > 1:
         from ppx.sim.fanout import run_local
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ppx.config import ConfigError
+from ppx.engine.transport.sim_nccl_rules import SEMANTICS
 from ppx.sim import registry
-from ppx.sim.scheduler import CLOCKS
 
 
 def check_explore(merged) -> None:
@@ -15,9 +15,7 @@ def check_explore(merged) -> None:
         raise ConfigError(why)
     kind, sleep = registry.strategy_of(x), registry.reduction_of(x).sleep
     walks = any(k.walk and not k.exhaustive for k in registry.members_of(x))
-    if x.clock not in CLOCKS:
-        raise ConfigError(f"explore.clock={x.clock!r}: {' | '.join(CLOCKS)}")
-    if sleep and merged.sim.semantics == "nccl" and any(k.walk for k in registry.members_of(x)):
+    if sleep and SEMANTICS.of(merged).nccl and any(k.walk for k in registry.members_of(x)):
         # the NCCL plane's holds (a device stream behind a send, a peer's consumed counter)
         # are not in the steps' footprints the sleep sets compare, so two steps the
         # reduction calls independent may not be: it could lose schedules

@@ -30,10 +30,22 @@ import greenlet
 import torch
 
 from ppx.engine.transport.base import Abandoned as TaskKilled  # unwinds a parked task
+from ppx.switch import Switch
 
 CLOCK = ("clock",)
 DONE = ("done",)  # a task ended (the frontend's shutdown condition reads it)
-CLOCKS = ("step", "idle")
+
+
+@dataclass(frozen=True)
+class Clock:
+    # `idle`: virtual time moves only when no task can run (a wait's timeout is the only way
+    # time passes); `step`: every step costs explore.step_us
+    idle: bool
+
+
+CLOCKS: Switch[Clock] = Switch(
+    "explore.clock", {"step": Clock(idle=False), "idle": Clock(idle=True)}
+)
 READ, WRITE, ADVANCE = 0, 1, 2  # how a step used a shared object (footprint modes)
 WATCH_EVERY = 1024  # steps between two looks of the progress watch
 
@@ -73,7 +85,7 @@ class Scheduler:
     ) -> None:
         self.strategy = strategy
         self.step_s, self.max_steps, self.max_time_s = step_s, max_steps, max_time_s
-        self.idle_clock = clock == "idle"
+        self.idle_clock = CLOCKS.get(clock).idle
         self.footprints = footprints
         self.now = 0.0
         self.steps = 0

@@ -24,10 +24,11 @@ from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
 from ppx.frontend.make import make_workload
+from ppx.run_tally import RunTally
 from ppx.sim.registry import one_run_strategy
 from ppx.sim.scheduler import CLOCK, DONE, Scheduler
 from ppx.sim.strategy import ReplayStrategy
-from ppx.supervisor import METRICS_EVERY_S, Supervisor, first_failure
+from ppx.supervisor import METRICS_EVERY_S, first_failure
 from ppx.watch import postmortem
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
 
@@ -90,13 +91,19 @@ class SimBoard(Board):
         return int(self.sched.now * 1e9)
 
 
-class SimSupervisor(Supervisor):
-    """`run_dir=None` keeps nothing on disk (the explorer's runs): only the outcome."""
+class SimSupervisor:
+    """A run on the simulator: every rank and the frontend are tasks of one scheduler. What
+    it keeps for run.py is the process supervisor's RunTally (the same metrics, reports and
+    outcome), held rather than inherited. `run_dir=None` keeps nothing on disk (the
+    explorer's runs): only the outcome."""
 
     def __init__(
         self, cfg, run_dir: str | None, strategy=None, typed=None, models: dict | None = None
     ) -> None:
-        super().__init__(cfg, run_dir)
+        self.cfg, self.run_dir = cfg, run_dir
+        self.world = int(cfg.pp)
+        self.tally = RunTally(self.world)
+        self.metrics, self.reports = self.tally.metrics, self.tally.reports  # what run.py reads
         # what the explorer builds once for all its schedules: the typed config, the models
         self.typed, self.models = typed, models
         x = cfg.explore
@@ -150,7 +157,7 @@ class SimSupervisor(Supervisor):
             if now >= next_sample:
                 # metrics only: what it reads of the ranks' boards decides nothing, so it is
                 # no footprint (the reduction may reorder the ranks' steps around it)
-                self._sample(now)
+                self.tally.sample(self.board, now, self.driver)
                 next_sample = now + METRICS_EVERY_S
             if d.done:
                 d.request_shutdown()
@@ -183,7 +190,6 @@ class SimSupervisor(Supervisor):
         self.board = SimBoard(self.sched, self.world)
         self.wire = SimWire(self.sched, self.world, typed.sim, self.board)
         self.in_q, self.out_q = SimQueue(self.sched, "in_q"), SimQueue(self.sched, "out_q")
-        self.t0, self.procs = 0.0, []
         wall0 = time.time()
         self.driver = Driver(
             make_workload(self.cfg),
@@ -213,12 +219,12 @@ class SimSupervisor(Supervisor):
         try:
             end = self.sched.run()
             verdict, reason = self._verdict(end, front)
-            self._sample(self.sched.now)
+            self.tally.sample(self.board, self.sched.now, self.driver)
             pm = self._postmortem(verdict) if verdict not in ("served", "pruned") else None
         finally:
             self.sched.close()
         self.driver.finalize()
-        return self.outcome(verdict, reason, pm, 0.0) | {
+        return self.tally.outcome(self.board, verdict, reason, pm, 0.0) | {
             "sim": {
                 "steps": self.sched.steps,
                 "virtual_s": round(self.sched.now, 6),

@@ -1,4 +1,4 @@
-"""`python -m ppx.study NAME [--out DIR] [--dry-run] [overrides...]`.
+"""`python -m ppx.study NAME [--out DIR] [--dry-run] [--ray ADDRESS] [overrides...]`.
 
 Two halves, testable apart: `run_study` launches the sweep and waits for it; `evaluate`
 takes any directory of finished runs, checks the expectations and writes the report. The
@@ -125,14 +125,23 @@ def run_study(
     timeout_s: float | None = None,
     poll_s: float = 1.0,
     echo=print,
+    ray: str | None = None,
 ) -> list[int]:
+    """The sweep: by the study's Hydra launcher, or with `ray` (an address), each cell a
+    task on that Ray cluster (sweep_ray.py; a `local` head gets the launcher's n_jobs CPUs)."""
     runs_dir = (out / "runs").resolve()
-    commands = build_commands(study, runs_dir, extra)
+    commands = build_commands(study, runs_dir, extra, per_cell=ray is not None)
     cells = study.expand()
     echo(f"study {study.name}: {len(cells)} cells -> {runs_dir}")
     parallel = int(study.launcher.get("n_jobs", 1)) if study.explicit else 1
     progress = Progress(runs_dir, cells, echo=echo, keys=study.cell_keys, labels=study.labels)
-    codes = run_sweep(commands, progress, out / "logs", parallel, timeout_s, poll_s)
+    if ray is not None:
+        from ppx.study.sweep_ray import run_sweep_ray
+
+        cpus = int(study.launcher.get("n_jobs", 2))
+        codes = run_sweep_ray(commands, progress, out / "logs", ray, cpus, timeout_s, poll_s)
+    else:
+        codes = run_sweep(commands, progress, out / "logs", parallel, timeout_s, poll_s)
     for i, code in enumerate(codes):
         if code != 0:
             log = out / "logs" / f"sweep_{i}.log"
@@ -159,6 +168,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--experiments", type=Path, help="directory holding the study files")
     p.add_argument("--timeout", type=float, help="stop the sweep after this many seconds")
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run each cell as a task on a Ray cluster (local | auto | [ray://]HOST:PORT)",
+    )
     p.add_argument("--poll", type=float, default=1.0, help="progress poll period (s)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.add_argument(
@@ -181,11 +195,17 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.ray is not None:
+        from ppx.launch.ray_cluster import address_problem
+
+        if (why := address_problem(args.ray)) is not None:
+            print(f"error: --{why}", file=sys.stderr)
+            return 2
     out = args.out or default_out(study)
     print(f"question: {study.question}")
     if args.dry_run:
         runs_dir = (out / "runs").resolve()
-        for cmd in build_commands(study, runs_dir, args.overrides):
+        for cmd in build_commands(study, runs_dir, args.overrides, per_cell=bool(args.ray)):
             print("$ " + shlex.join(cmd))
         for i, cell in enumerate(study.expand()):
             print(f"  cell {i}: {cell_name(cell)}")
@@ -198,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out is None:
             _link_latest(out)
         try:
-            run_study(study, out, args.overrides, args.timeout, args.poll)
+            run_study(study, out, args.overrides, args.timeout, args.poll, ray=args.ray)
         except KeyboardInterrupt:
             print("interrupted; checking the runs that finished", file=sys.stderr)
         runs_dir = out / "runs"

@@ -8,6 +8,7 @@ has started, one with `summary.json` has finished.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
@@ -48,22 +49,35 @@ def launcher_overrides(launcher: dict[str, Any]) -> list[str]:
     return out
 
 
-def build_commands(study: Study, runs_dir: Path, extra: list[str]) -> list[list[str]]:
+def raw_cells(study: Study) -> list[Cell]:
+    """Every cell with its YAML values (expand() gives them as recorded text), in the
+    order Hydra's basic sweeper numbers jobs."""
+    if study.explicit:
+        return [dict(c) for c in study.cells]
+    keys = list(study.sweep)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*study.sweep.values())]
+
+
+def build_commands(
+    study: Study, runs_dir: Path, extra: list[str], per_cell: bool = False
+) -> list[list[str]]:
     """The multirun command lines: one for a cartesian sweep (Hydra expands it), one per
-    cell for an explicit cell list (Hydra's basic sweeper only does products), each cell
-    pinned to its own sub-directory so job numbers cannot collide."""
-    head = run_command(study.runner) + ["-m", *launcher_overrides(study.launcher)]
+    cell for an explicit cell list (Hydra's basic sweeper only does products) or when asked
+    (`per_cell`: each cell a job of its own, run by Hydra's basic launcher, as the Ray sweep
+    places them), each cell pinned to its own sub-directory so job numbers cannot collide."""
+    launcher = {"name": "basic"} if per_cell else study.launcher
+    head = run_command(study.runner) + ["-m", *launcher_overrides(launcher)]
     head.append(f"hydra.sweep.dir={runs_dir}")
     common = list(study.base) + list(extra)
     if study.group:
         # `++` so the group is set even when the chosen logger config has no `group` key.
         common.append(f"++logger.group={fmt_value(study.group)}")
-    if not study.explicit:
+    if not (study.explicit or per_cell):
         sweep = [f"{k}={','.join(fmt_value(v) for v in vs)}" for k, vs in study.sweep.items()]
         return [head + common + sweep]
     return [
         head + [f"hydra.sweep.subdir={i}"] + common + [f"{k}={fmt_value(v)}" for k, v in c.items()]
-        for i, c in enumerate(study.cells)
+        for i, c in enumerate(raw_cells(study))
     ]
 
 
@@ -161,7 +175,19 @@ class Progress:
         return [c for i, c in enumerate(self.cells) if i not in done]
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def start_logged(cmd: list[str], log_path: Path) -> subprocess.Popen:
+    """One sweep command in its own session (so `stop` reaches its launcher's workers),
+    its output in `log_path` after the command line."""
+    with open(log_path, "w") as log:
+        log.write("$ " + shlex.join(cmd) + "\n")
+        log.flush()
+        return subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+
+
+def stop(proc: subprocess.Popen) -> None:
     # The run command was started in its own session: signal that group only, which also
     # reaches the launcher's worker processes.
     try:
@@ -193,16 +219,7 @@ def run_sweep(
         while pending or live:
             while pending and len(live) < max(1, parallel):
                 i, cmd = pending.pop(0)
-                with open(log_dir / f"sweep_{i}.log", "w") as log:
-                    log.write("$ " + shlex.join(cmd) + "\n")
-                    log.flush()
-                    live[i] = subprocess.Popen(
-                        cmd,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        start_new_session=True,
-                    )
+                live[i] = start_logged(cmd, log_dir / f"sweep_{i}.log")
             time.sleep(poll_s)
             progress.scan()
             for i, proc in list(live.items()):
@@ -212,14 +229,14 @@ def run_sweep(
             if deadline and time.monotonic() > deadline:
                 progress.echo(f"timeout after {timeout_s:.0f}s: stopping the sweep")
                 for i, proc in live.items():
-                    _stop(proc)
+                    stop(proc)
                     codes[i] = -9
                 live.clear()
                 codes.update({i: -9 for i, _ in pending})
                 pending.clear()
     except KeyboardInterrupt:
         for proc in live.values():
-            _stop(proc)
+            stop(proc)
         raise
     progress.scan(final=True)
     return [codes[i] for i in range(len(commands))]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-KERNEL_BACKENDS = ("torch", "triton")
+from ppx.switch import Switch
 
 
 @dataclass(frozen=True)
@@ -152,15 +152,35 @@ def interpreter_problem() -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class KernelBackend:
+    """One `engine.kernels.name`: how its bundle is built, and whether a CPU device runs it
+    under the triton interpreter (a per-device mode, slow: run.py says so before the run)."""
+
+    build: Callable[[str], Kernels]  # the mode (`any`, `interpret`, `compile`) -> the bundle
+    interpreted_on_cpu: bool = False
+
+    def mode(self, device: str | torch.device) -> str:
+        return triton_mode(device) if self.interpreted_on_cpu else "any"
+
+
+KERNELS: Switch[KernelBackend] = Switch(
+    "engine.kernels.name",
+    {
+        "torch": KernelBackend(lambda mode: _torch_kernels()),
+        "triton": KernelBackend(lambda mode: _triton_kernels(mode), interpreted_on_cpu=True),
+    },
+)
+KERNEL_BACKENDS = KERNELS.names
+
 _CACHE: dict[tuple[str, str], Kernels] = {}
 
 
 def get_kernels(name: str, device: str | torch.device = "cpu") -> Kernels:
-    """Return the kernel bundle for backend ``name`` ("torch" or "triton") for tensors on
-    ``device`` (triton: interpreted on the CPU, compiled on a GPU)."""
-    if name not in KERNEL_BACKENDS:
-        raise ValueError(f"unknown kernel backend {name!r}; expected one of {KERNEL_BACKENDS}")
-    key = (name, "any" if name == "torch" else triton_mode(device))
+    """Return the kernel bundle for backend ``name`` (KERNELS) for tensors on ``device``
+    (triton: interpreted on the CPU, compiled on a GPU); ValueError names an unknown one."""
+    backend = KERNELS.get(name)
+    key = (name, backend.mode(device))
     if key not in _CACHE:
-        _CACHE[key] = _torch_kernels() if name == "torch" else _triton_kernels(key[1])
+        _CACHE[key] = backend.build(key[1])
     return _CACHE[key]

@@ -8,13 +8,14 @@ from __future__ import annotations
 import torch
 
 from ppx.engine.model.hashed import HashReference, HashStage
+from ppx.engine.model.kinds import MODELS
 from ppx.engine.model.llama import Reference, StageModel
 from ppx.engine.model.weights import RandomWeights
 from ppx.engine.shapes import dims_of
 
 
 def is_hash(cfg) -> bool:
-    return cfg.model.name == "hash"
+    return MODELS.of(cfg).hashed
 
 
 def is_hf(cfg) -> bool:

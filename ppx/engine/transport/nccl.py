@@ -35,7 +35,7 @@ from ppx.engine.transport.base import Handle
 from ppx.engine.transport.gloo import GlooTransport, issued
 from ppx.engine.transport.pairs import forward_pairs, on_nccl
 
-LAYOUT = "forward"  # pairs.on_nccl: which payloads take NCCL (sim.communicators models it)
+FORWARD_ONLY = True  # pairs.on_nccl: forward payloads take NCCL (sim.communicators=forward)
 
 
 def local_gpu(rank: int) -> int:
@@ -112,15 +112,15 @@ class NcclTransport(GlooTransport):
 
     def payload_device_for(self, peer: int, sending: bool) -> str:
         src, dst = (self.rank, peer) if sending else (peer, self.rank)
-        return self.payload_device if on_nccl(LAYOUT, src, dst) else "cpu"
+        return self.payload_device if on_nccl(FORWARD_ONLY, src, dst) else "cpu"
 
     def isend(self, dst: int, tag: int, tensor: torch.Tensor) -> Handle:
-        if tag == 0 or not on_nccl(LAYOUT, self.rank, dst):
+        if tag == 0 or not on_nccl(FORWARD_ONLY, self.rank, dst):
             return super().isend(dst, tag, tensor)
         return issued(dist.isend(tensor.contiguous(), dst, group=self.groups[(self.rank, dst)]))
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
-        if tag == 0 or not on_nccl(LAYOUT, src, self.rank):
+        if tag == 0 or not on_nccl(FORWARD_ONLY, src, self.rank):
             return super().recv(src, tag, out)
         work = issued(dist.irecv(out, src, group=self.groups[(src, self.rank)]))
         while not work.is_completed():  # NCCL only: never poll a gloo work (base.py)

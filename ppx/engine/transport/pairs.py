@@ -37,9 +37,10 @@ def forward_pairs(world: int) -> list[Pair]:
     return [(r, r + 1) for r in range(world - 1)]
 
 
-def on_nccl(layout: str, src: int, dst: int) -> bool:
-    """Whether a payload from `src` to `dst` travels over NCCL under `layout` (else gloo)."""
-    return dst == src + 1 if layout == "forward" else True
+def on_nccl(forward_only: bool, src: int, dst: int) -> bool:
+    """Whether a payload from `src` to `dst` travels over NCCL (else gloo): every payload,
+    or under a forward-only layout the forward ones."""
+    return dst == src + 1 if forward_only else True
 
 
 def pair_of(a: int, b: int) -> Pair:

@@ -15,15 +15,6 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from ppx.engine.transport.base import Transport
 
-SIM_CHOICES = {
-    "semantics": ("gloo", "nccl"),
-    "connect": ("eager", "lazy"),
-    "connect_order": ("first_use", "global", "next_first"),
-    "communicators": ("forward", "pair", "kind", "world"),
-    "p2p_api": ("send", "batch"),
-    "host_sync": ("none", "device"),
-}
-
 
 def sim_changed(cfg, skip: tuple[str, ...] = ()) -> str | None:
     """The first `sim.*` key set away from its default (ppx.config.SimCfg), or None."""
@@ -108,18 +99,20 @@ class Sim(TransportSpec):
     simulated = True
 
     def validate(self, cfg) -> None:
+        from ppx.engine.transport.sim_nccl_rules import SEMANTICS, SIM_SWITCHES, NcclRules
+
         s = cfg.sim
-        for key, choices in SIM_CHOICES.items():
-            if s[key] not in choices:
-                raise ValueError(f"sim.{key}={s[key]!r}: {' | '.join(choices)}")
+        for switch in SIM_SWITCHES:  # ppx.validation checked them; a direct caller may not
+            switch.of(cfg)
         if s.send_buffer_bytes < 0:
             raise ValueError(f"sim.send_buffer_bytes={s.send_buffer_bytes}: bytes >= 0")
-        if s.connect_order != "first_use" and s.connect != "lazy":
+        rules = NcclRules.of(s)
+        if rules.order.at_startup and not rules.lazy:
             raise ValueError(
                 f"sim.connect_order={s.connect_order} orders a lazy set-up: it needs "
                 "sim.connect=lazy (eager communicators exist before any order matters)"
             )
-        if s.semantics == "gloo":
+        if not SEMANTICS.of(cfg).nccl:
             k = sim_changed(cfg, skip=("semantics",))
             if k:
                 raise ValueError(

@@ -30,7 +30,7 @@ import torch
 from ppx.engine.transport.base import Transport
 from ppx.engine.transport.sim_nccl import NcclPlane
 from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
-from ppx.engine.transport.sim_nccl_rules import NcclRules
+from ppx.engine.transport.sim_nccl_rules import SEMANTICS, NcclRules
 
 
 @dataclass
@@ -56,7 +56,7 @@ class SimWire:
         self.queues: dict[tuple[int, int, int], deque[_Send]] = defaultdict(deque)
         self.collectives: dict[int, _Collective] = {}
         self.coll_seq = [0] * world
-        nccl = sim is not None and sim.semantics == "nccl"
+        nccl = sim is not None and SEMANTICS.get(sim.semantics).nccl
         self.nccl = NcclPlane(world, NcclRules.of(sim)) if nccl else None
 
 
@@ -85,7 +85,7 @@ class SimTransport(Transport):
             # an NCCL send's wait() does not wait for the peer: the channels' flush does
             self.rendezvous_sends = False
             # one communicator per pair has no tags: payloads must be taken in send order
-            self.payload_with_header = self.nccl.plane.rules.communicators != "kind"
+            self.payload_with_header = not self.nccl.plane.rules.layout.per_kind
 
     # -- point to point ------------------------------------------------------------------
     def isend(self, dst: int, tag: int, tensor: torch.Tensor):

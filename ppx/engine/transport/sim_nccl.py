@@ -85,7 +85,7 @@ class NcclPlane:
 
     def carries(self, src: int, dst: int) -> bool:
         """Whether this payload goes over NCCL (else over the simulated gloo wire)."""
-        return on_nccl(self.rules.communicators, src, dst)
+        return on_nccl(self.rules.layout.forward_only, src, dst)
 
     def comm_of(self, rank: int, peer: int, tag: int) -> tuple:
         return self.rules.comm_of(self.world, rank, peer, tag)
@@ -104,7 +104,7 @@ class NcclPlane:
 
     def touch(self, rank: int, comm: tuple) -> bool:
         """A rank's operation on `comm`; True once the communicator is usable."""
-        return self.rules.connect == "eager" or self.join(rank, comm)
+        return not self.rules.lazy or self.join(rank, comm)
 
     def issue(self, rank, peer, send, tag, tensor, comm, group) -> NcclOp:
         op = NcclOp(self.seq, rank, peer, send, comm, tag, tensor, group)
@@ -165,7 +165,7 @@ class NcclPlane:
             self.pending = [o for o in self.pending if not o.done]
 
     def _try(self, op: NcclOp) -> bool:
-        if not self.started(op) or op.comm not in self.connected and self.rules.connect == "lazy":
+        if not self.started(op) or op.comm not in self.connected and self.rules.lazy:
             return False
         other = self.partner(op)
         if op.send:

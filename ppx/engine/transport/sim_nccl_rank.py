@@ -104,7 +104,7 @@ class NcclEndpoint:
         or `.cpu()` on a stream a send's work.wait() was tied to): under host_sync=device it
         returns once every NCCL operation this rank issued is done -- a send still spinning
         for its receive holds the host, whatever the host was about to send."""
-        if self.plane.rules.host_sync != "device":
+        if not self.plane.rules.device_sync:
             return
         mine = [o for o in self.plane.pending if o.rank == self.rank and not o.done]
         for o in mine:

@@ -28,9 +28,73 @@ from dataclasses import dataclass, fields
 
 from ppx.core import Kind
 from ppx.engine.transport.pairs import Pair, forward_pairs, no_pair_error, pair_of, payload_pairs
+from ppx.switch import Switch
 
 WORLD = ("world",)  # the default group's device-keyed communicator (p2p_api=batch on `world`)
-SETUP_ORDERS = ("first_use", "global", "next_first")
+
+
+@dataclass(frozen=True)
+class Semantics:
+    nccl: bool  # the NCCL plane's rules below apply (else gloo's rendezvous throughout)
+
+
+@dataclass(frozen=True)
+class Connect:
+    lazy: bool  # a communicator exists only once every member reached its creation
+
+
+@dataclass(frozen=True)
+class SetupOrder:
+    at_startup: bool  # every communicator created at start-up (else inside its first use)
+    next_first: bool = False  # each rank its next neighbour first (else the one global order)
+
+
+@dataclass(frozen=True)
+class Layout:
+    forward_only: bool = False  # payload pairs r -> r+1 only (the return path is gloo)
+    per_kind: bool = False  # one communicator per pair and message kind (tags kept apart)
+    one_world: bool = False  # every payload on the default group (batch: one communicator)
+
+
+@dataclass(frozen=True)
+class P2pApi:
+    batch: bool  # batch_isend_irecv (else plain isend/irecv)
+
+
+@dataclass(frozen=True)
+class HostSync:
+    device: bool  # a compute step's host sync waits for this rank's NCCL operations
+
+
+SEMANTICS: Switch[Semantics] = Switch(
+    "sim.semantics", {"gloo": Semantics(nccl=False), "nccl": Semantics(nccl=True)}
+)
+CONNECT: Switch[Connect] = Switch(
+    "sim.connect", {"eager": Connect(lazy=False), "lazy": Connect(lazy=True)}
+)
+CONNECT_ORDER: Switch[SetupOrder] = Switch(
+    "sim.connect_order",
+    {
+        "first_use": SetupOrder(at_startup=False),
+        "global": SetupOrder(at_startup=True),
+        "next_first": SetupOrder(at_startup=True, next_first=True),
+    },
+)
+COMMUNICATORS: Switch[Layout] = Switch(
+    "sim.communicators",
+    {
+        "forward": Layout(forward_only=True),
+        "pair": Layout(),
+        "kind": Layout(per_kind=True),
+        "world": Layout(one_world=True),
+    },
+)
+P2P_API: Switch[P2pApi] = Switch("sim.p2p_api", {"send": P2pApi(False), "batch": P2pApi(True)})
+HOST_SYNC: Switch[HostSync] = Switch(
+    "sim.host_sync", {"none": HostSync(device=False), "device": HostSync(device=True)}
+)
+# the simulated wire's rules (`sim.*`), checked by ppx.validation with every other switch
+SIM_SWITCHES = (SEMANTICS, CONNECT, CONNECT_ORDER, COMMUNICATORS, P2P_API, HOST_SYNC)
 
 
 @dataclass(frozen=True)
@@ -53,18 +117,35 @@ class NcclRules:
         got = {f.name: getattr(sim, f.name, getattr(default, f.name)) for f in fields(cls)}
         return cls(**{name: type(getattr(default, name))(v) for name, v in got.items()})
 
+    # the entries the names stand for (the names stay: they are the config's and the record's)
+    @property
+    def lazy(self) -> bool:
+        return CONNECT.get(self.connect).lazy
+
+    @property
+    def order(self) -> SetupOrder:
+        return CONNECT_ORDER.get(self.connect_order)
+
+    @property
+    def layout(self) -> Layout:
+        return COMMUNICATORS.get(self.communicators)
+
+    @property
+    def device_sync(self) -> bool:
+        return HOST_SYNC.get(self.host_sync).device
+
     def pairs(self, world: int) -> list[Pair]:
         """The pairs payloads travel between, in the global start-up order."""
-        return forward_pairs(world) if self.communicators == "forward" else payload_pairs(world)
+        return forward_pairs(world) if self.layout.forward_only else payload_pairs(world)
 
     def comm_of(self, world: int, rank: int, peer: int, tag: int) -> tuple:
         """The communicator (= the stream) an operation between `rank` and `peer` uses."""
         pair = pair_of(rank, peer)
-        if self.communicators == "kind":
+        if self.layout.per_kind:
             return (pair, tag)
         if pair not in self.pairs(world):
             raise RuntimeError(no_pair_error(rank, peer, world))
-        if self.communicators == "world" and self.p2p_api == "batch":
+        if self.layout.one_world and P2P_API.get(self.p2p_api).batch:
             return WORLD
         return (pair,)
 
@@ -75,13 +156,13 @@ class NcclRules:
     def setup_walk(self, world: int, rank: int) -> list[tuple]:
         """The communicators `rank` creates at start-up, in the order it creates them
         (empty unless connect=lazy with a start-up order)."""
-        if self.connect != "lazy" or self.connect_order == "first_use":
+        if not (self.lazy and self.order.at_startup):
             return []
         mine = [p for p in self.pairs(world) if rank in p]
-        if self.connect_order == "next_first":
+        if self.order.next_first:
             # the pair with this rank's next neighbour first: rank r waits for r + 1 first
             mine.sort(key=lambda p: (p[0] + p[1] - rank - rank - 1) % world)
-        tags = [1 + int(k) for k in Kind] if self.communicators == "kind" else [1]
+        tags = [1 + int(k) for k in Kind] if self.layout.per_kind else [1]
         walk = []
         for p in mine:
             for tag in tags:
