@@ -64,7 +64,7 @@ def execute(
     outcome = sup.run()
     mismatches = check_tokens(cfg, sup.driver)
     outcome["verdict"], outcome["reason"] = judge_served(
-        outcome["verdict"], outcome["reason"], mismatches, sup.reports
+        outcome["verdict"], outcome["reason"], mismatches, sup.tally.reports
     )
     if simulated:  # every simulated run can be replayed exactly, from its file alone
         from ppx.sim.schedule import save_run
@@ -76,7 +76,15 @@ def execute(
     extra["oracle_checked"] = getattr(sup.driver, "oracle_checked", 0)
     extra.update(sup.driver.wl.loader_counts())  # a trace's malformed and skipped rows
     s = summary.build(
-        cfg, exp, run_dir, outcome, sup.driver, sup.reports, mismatches, time.time() - t0, extra
+        cfg,
+        exp,
+        run_dir,
+        outcome,
+        sup.driver,
+        sup.tally.reports,
+        mismatches,
+        time.time() - t0,
+        extra,
     )
     events = summary.collect_events(run_dir, int(cfg.pp))
     if outcome["verdict"] != "served":  # the supervisor's own event: how the run ended
@@ -93,9 +101,9 @@ def execute(
                 "detail": s.get("cycle") or outcome["reason"],
             }
         )
-    store.write_run(run_dir, s, sup.metrics, events, summary.request_rows(sup.driver))
+    store.write_run(run_dir, s, sup.tally.metrics, events, summary.request_rows(sup.driver))
     try:
-        wandb_sink.log_run(cfg, run_dir, s, sup.metrics, events, resolved)
+        wandb_sink.log_run(cfg, run_dir, s, sup.tally.metrics, events, resolved)
     except Exception as e:  # the store is the source of truth: W&B trouble is one warning
         # line (tests assert its absence on every logged run), never fatal and never silent
         print(f"{WANDB_WARNING}{type(e).__name__}: {e}", file=sys.stderr, flush=True)

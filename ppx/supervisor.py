@@ -48,7 +48,6 @@ class Supervisor:
         self.world = int(cfg.pp)
         self.interrupted = False
         self.tally = RunTally(self.world)
-        self.metrics, self.reports = self.tally.metrics, self.tally.reports  # what run.py reads
         # under torchrun this process is global rank 0's worker: only rank 0 is spawned here,
         # the others are remote handles fed by the store mirror (ppx/launch)
         self.torchrun = torchrun_env()
@@ -113,13 +112,13 @@ class Supervisor:
         return round(time.time() - self.t0, 3)
 
     def _report(self, r: int) -> dict | None:
-        if r not in self.reports:
+        if r not in self.tally.reports:
             try:
                 with open(os.path.join(self.run_dir, "ranks", f"rank{r}.json")) as f:
-                    self.reports[r] = json.load(f)
+                    self.tally.reports[r] = json.load(f)
             except (FileNotFoundError, json.JSONDecodeError):
                 return None
-        return self.reports[r]
+        return self.tally.reports[r]
 
     def _rank_verdict(self) -> tuple[str, str] | None:
         """A rank that left: a named stop or livelock first, then a death without a report (a

@@ -44,6 +44,7 @@ IDS = ["drop_voided", "forget_residents"]
 class Held:
     def __init__(self, places: dict[int, str]) -> None:
         self.p = places
+        self.waiting: list = []  # the queue-order check reads it: nothing waits here
 
     def places(self) -> dict[int, str]:
         return self.p

@@ -94,7 +94,7 @@ class Runner:
         if verdict == "pruned":
             return None
         checked, bad = self.check(sup.driver)
-        verdict, reason = judge_served(verdict, reason, bad, sup.reports)
+        verdict, reason = judge_served(verdict, reason, bad, sup.tally.reports)
         cycle = (out.get("postmortem") or {}).get("cycle")
         row = {
             "verdict": verdict,
@@ -107,7 +107,7 @@ class Runner:
             "virtual_s": out["sim"]["virtual_s"],
         } | end_record(sup.driver, sup.out_q.history, failure_key(verdict, reason, cycle))
         s = sup.sched
-        return Result(row, list(s.choices), counters_of(sup.reports))
+        return Result(row, list(s.choices), counters_of(sup.tally.reports))
 
     def check(self, driver) -> tuple[int, list]:
         """Every served request's tokens against the reference (oracle.sample of them)."""

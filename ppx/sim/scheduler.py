@@ -69,6 +69,18 @@ class Task:
     glet: greenlet.greenlet | None = None
 
 
+@dataclass
+class Control:
+    """Where control is: the scheduler's own greenlet, the task running now, and whether the
+    run is ending (every task unwinds), a task failed abnormally, or the watch stalled it."""
+
+    main: greenlet.greenlet | None = None
+    current: Task | None = None
+    ending: bool = False
+    abnormal: bool = False
+    stalled: str | None = None  # the progress watch's reason, when it ended the run
+
+
 class Scheduler:
     # the footprint key of the virtual clock, for what a wait reads (the simulated wire takes
     # it from here, so the engine never imports the simulator)
@@ -82,6 +94,7 @@ class Scheduler:
         max_time_s: float,
         clock: str = "step",
         footprints: bool = False,
+        watch: Callable[[], str | None] | None = None,
     ) -> None:
         self.strategy = strategy
         self.step_s, self.max_steps, self.max_time_s = step_s, max_steps, max_time_s
@@ -94,16 +107,10 @@ class Scheduler:
         self.choices: list[tuple[int, int]] = []  # (chosen tid, ready mask) where >1 could run
         self.mismatch: str | None = None
         self.fp: dict | None = None  # the running step's footprint: key -> written
-        self._main: greenlet.greenlet | None = None
-        self._current: Task | None = None
-        self._ending = False
-        self._abnormal = False
-        # a strategy that watches every step (the dfs reduction) may also refuse to go on
-        self._every = strategy.watches_steps
+        self.control = Control()
         # the run's progress watch: called when the clock jumps and every WATCH_EVERY steps,
         # it names a stall (requests outstanding, no token for a while of virtual time)
-        self.watch: Callable[[], str | None] | None = None
-        self.stalled: str | None = None
+        self.watch = watch
 
     # -- building a run ----------------------------------------------------------------------
     def spawn(self, name: str, fn: Callable[[], None]) -> Task:
@@ -121,7 +128,7 @@ class Scheduler:
         except TaskKilled:
             pass
         except BaseException:  # noqa: BLE001 - the task's owner records why; we only end
-            t.abnormal = self._abnormal = True
+            t.abnormal = self.control.abnormal = True
         finally:
             t.done = True
             self.touch(DONE, True)
@@ -129,12 +136,12 @@ class Scheduler:
     # -- called from inside a task --------------------------------------------------------
     @property
     def current(self) -> Task:
-        assert self._current is not None, "a scheduling point outside a simulated task"
-        return self._current
+        assert self.control.current is not None, "a scheduling point outside a simulated task"
+        return self.control.current
 
     @property
     def running_tid(self) -> int | None:
-        return self._current.tid if self._current is not None else None
+        return self.control.current.tid if self.control.current is not None else None
 
     def touch(self, key: tuple, write: int) -> None:
         """The running step used a shared object (only recorded with footprints on):
@@ -161,7 +168,7 @@ class Scheduler:
         """Give the baton back; resume once `pred` holds and the strategy picks this task.
         `reads`: the footprint keys `pred` depends on (what the resumed step starts from)."""
         t = self.current
-        if self._ending or t.killed:
+        if self.control.ending or t.killed:
             raise TaskKilled
         if self.fp is not None:
             # parking is an observation: this step saw the condition false (a peer's step
@@ -169,8 +176,8 @@ class Scheduler:
             for key in reads:
                 self.touch(key, READ)
         t.pred, t.label, t.wake_at, t.reads = pred, label, wake_at, reads
-        self._main.switch()
-        if self._ending or t.killed:
+        self.control.main.switch()
+        if self.control.ending or t.killed:
             raise TaskKilled
         t.pred, t.label, t.wake_at, t.reads = None, "", None, ()
 
@@ -189,7 +196,7 @@ class Scheduler:
         a bound is hit ("step_bound" / "time_bound"),
         a replay meets another choice point than recorded ("mismatch"), or the strategy
         declines every runnable task ("pruned": the dfs reduction knows the rest)."""
-        self._main = greenlet.getcurrent()
+        self.control.main = greenlet.getcurrent()
         # torch keeps grad / inference mode in thread-local state, and every task shares
         # this thread: a task's `with inference_mode()` would leak into the task it switches
         # to. Holding inference mode around the whole run makes every task's enter/exit a
@@ -204,12 +211,14 @@ class Scheduler:
         return [t for t in self.tasks if not t.done and not t.killed]
 
     def _run(self) -> str:
-        strategy, every, idle = self.strategy, self._every, self.idle_clock
+        # a strategy that watches every step (the dfs reduction) may also refuse to go on
+        strategy, idle = self.strategy, self.idle_clock
+        every = strategy.watches_steps
         live = self._live()
         while True:
             if self.kills:
                 live = self._live()
-            if self._abnormal:
+            if self.control.abnormal:
                 return "failed"
             if not live:
                 return "done"
@@ -253,8 +262,8 @@ class Scheduler:
 
     def _watch_says_stalled(self) -> bool:
         if self.watch is not None:
-            self.stalled = self.watch()
-        return self.stalled is not None
+            self.control.stalled = self.watch()
+        return self.control.stalled is not None
 
     def _step(self, t: Task) -> None:
         if self.footprints:
@@ -263,9 +272,9 @@ class Scheduler:
                 # this step moved the clock: it races with every step that reads it, not
                 # with another step that only moves it (advances commute)
                 self.touch(CLOCK, ADVANCE)
-        self._current = t
+        self.control.current = t
         t.glet.switch()
-        self._current = None
+        self.control.current = None
         if self.fp is not None:
             fp, self.fp = self.fp, None
             self.strategy.after_step(t.tid, fp)
@@ -283,7 +292,7 @@ class Scheduler:
     def close(self) -> None:
         """Unwind every parked task (TaskKilled inside it, so its `finally` blocks run):
         nothing of the run is left suspended."""
-        self._ending = True
+        self.control.ending = True
         for t in self.tasks:
             if not t.done and t.glet is not None and t.glet:
                 t.glet.throw(TaskKilled)

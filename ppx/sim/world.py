@@ -13,6 +13,7 @@ import queue
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 
 import torch
 from omegaconf import OmegaConf
@@ -91,6 +92,28 @@ class SimBoard(Board):
         return int(self.sched.now * 1e9)
 
 
+class Progress:
+    """The last (tokens, requests outstanding) the frontend saw, and since when."""
+
+    def __init__(self, stall_s: float) -> None:
+        self.stall_s = stall_s  # watch.progress_stall_s
+        self.last: tuple[int, int] = (-1, -1)
+        self.since = 0.0
+
+    def stalled(self, d: Driver, now: float, runnable: Callable[[], str]) -> str | None:
+        sig = (d.stream.tokens, d.active)
+        if sig != self.last or d.active == 0:
+            self.last, self.since = sig, now
+            return None
+        if now - self.since <= self.stall_s:
+            return None
+        return (
+            f"stalled: {d.active} requests outstanding and no token committed for "
+            f"{now - self.since:.1f} virtual s (watch.progress_stall_s={self.stall_s}); "
+            f"runnable: {runnable()}"
+        )
+
+
 class SimSupervisor:
     """A run on the simulator: every rank and the frontend are tasks of one scheduler. What
     it keeps for run.py is the process supervisor's RunTally (the same metrics, reports and
@@ -103,7 +126,6 @@ class SimSupervisor:
         self.cfg, self.run_dir = cfg, run_dir
         self.world = int(cfg.pp)
         self.tally = RunTally(self.world)
-        self.metrics, self.reports = self.tally.metrics, self.tally.reports  # what run.py reads
         # what the explorer builds once for all its schedules: the typed config, the models
         self.typed, self.models = typed, models
         x = cfg.explore
@@ -115,27 +137,14 @@ class SimSupervisor:
             float(cfg.watch.max_run_s),
             str(x.get("clock", "step")),
             footprints=self.strategy.watches_steps,
+            watch=self._progress_watch,
         )
-        self.sched.watch = self._progress_watch
-        self.stall_s = float(cfg.watch.progress_stall_s)
-        self._progress: tuple = ()
-        self._progress_t = 0.0
+        self.progress = Progress(float(cfg.watch.progress_stall_s))
 
     def _progress_watch(self) -> str | None:
         """Requests outstanding and no token committed for watch.progress_stall_s of virtual
         time: `stalled` (rank 0's engine.stall_passes usually names it first, in passes)."""
-        d, now = self.driver, self.sched.now
-        sig = (d.stream.tokens, d.active)
-        if sig != self._progress or d.active == 0:
-            self._progress, self._progress_t = sig, now
-            return None
-        if now - self._progress_t <= self.stall_s:
-            return None
-        return (
-            f"stalled: {d.active} requests outstanding and no token committed for "
-            f"{now - self._progress_t:.1f} virtual s (watch.progress_stall_s={self.stall_s}); "
-            f"runnable: {self._runnable()}"
-        )
+        return self.progress.stalled(self.driver, self.sched.now, self._runnable)
 
     def _runnable(self) -> str:
         return ", ".join(t.name for t in self.sched.runnable()) or "none"
@@ -177,7 +186,7 @@ class SimSupervisor:
 
     def _rank(self, a: RankArgs) -> None:
         report, _ = serve(a, lambda: SimTransport(self.wire, a.rank), self.board)
-        self.reports[a.rank] = report
+        self.tally.reports[a.rank] = report
         write_report(a, report)
         if report["state"] not in ("done", "abandoned"):
             raise RuntimeError(report["state"])  # ends the run: the report says why
@@ -238,7 +247,7 @@ class SimSupervisor:
         if end == "mismatch":
             return "mismatch", f"replay diverged from its schedule at {s.mismatch}"
         if end == "stalled":
-            return "stalled", s.stalled or "stalled"
+            return "stalled", s.control.stalled or "stalled"
         if end == "pruned":  # the dfs reduction stopped it: an equivalent order was run
             return "pruned", f"every runnable task asleep at step {s.steps}"
         st = self.strategy
@@ -250,7 +259,7 @@ class SimSupervisor:
         if end == "failed":
             if front.abnormal:
                 return "crashed", "frontend task failed"
-            failed = [(r, rep) for r, rep in self.reports.items() if rep["state"] != "done"]
+            failed = [(r, rep) for r, rep in self.tally.reports.items() if rep["state"] != "done"]
             for _r, rep in failed:
                 if rep["state"] == "stopped":
                     why = rep.get("stop_reason") or rep["error"]
