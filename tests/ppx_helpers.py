@@ -273,3 +273,14 @@ def upstream_rule(ctx, second: str = "mint"):
     from ppx.engine.admission.prefill import LocalPrefill, Offer
 
     return LocalPrefill(ctx, Offer(ctx), design("engine.admission.second_continuation", second))
+
+
+def bare_steps(ctx=None, width=None):
+    """The pass steps with no collaborators but a context and a width check: what a unit test
+    of one step (the proxy's width check) needs."""
+    from types import SimpleNamespace
+
+    from ppx.engine.loop import PassSteps
+
+    seams = SimpleNamespace(admission=None, returns=None)
+    return PassSteps(ctx, [], seams, None, None, width, None, None)  # type: ignore[arg-type]

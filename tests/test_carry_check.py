@@ -51,7 +51,7 @@ def wrong_head_shard(monkeypatch):
             ctx.rank = saved
 
     real_carry = carry_mod.carry
-    monkeypatch.setattr("ppx.engine.flip.carry", carry)
+    monkeypatch.setattr("ppx.engine.flip_carry.carry", carry)
 
 
 def test_red_a_wrong_head_shard_changes_hash_tokens_and_is_named_by_the_row_check(

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ppx_helpers import GLOO_WATCH, SKEW_400, assert_refused, design, on_gloo, typed_cfg
+from ppx_helpers import GLOO_WATCH, SKEW_400, assert_refused, bare_steps, design, on_gloo, typed_cfg
 
 from ppx.core import Entry, Kind, Message, Req
 from ppx.engine.admission import codec
 from ppx.engine.admission.follow import Follower
 from ppx.engine.cache.kv import KVCache
-from ppx.engine.loop import PassState, PassSteps
+from ppx.engine.loop import PassState
 from ppx.engine.scheduler import Scheduler
 from ppx.protocol.registry import Protocol
 
@@ -85,9 +85,8 @@ def test_partial_runs_the_survivor_and_the_next_proxy_carries_rank_0s_rows():
     # the proxy rank 0's batch crosses with: 126 rows and its fingerprint
     fp = torch.tensor([A, 22, B, 104], dtype=torch.int64)
     proxy = Message(Kind.PROXY, 1, 40, 0, tensors=[torch.zeros(126, 4), fp])
-    steps = PassSteps(
-        ctx, None, None, None, design("engine.width_check", "fingerprint"), None, None
-    )
+    width = design("engine.width_check", "fingerprint")
+    steps = bare_steps(ctx, width)
     with pytest.raises(AssertionError) as stop:
         steps.check_proxy(p, proxy)
     assert str(stop.value) == (

@@ -4,12 +4,14 @@ so no step is reached only by a string built at run time."""
 
 from __future__ import annotations
 
+from ppx_helpers import bare_steps
+
 from ppx.engine.loop import PassSteps
 from ppx.protocol.ordering import STEPS
 
 
 def _steps() -> PassSteps:
-    return PassSteps(None, None, None, None, None, None, None)  # type: ignore[arg-type]
+    return bare_steps()
 
 
 def test_every_ordering_step_has_one_bound_method_and_every_step_method_is_listed():

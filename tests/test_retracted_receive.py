@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ppx_helpers import GLOO_WATCH, SKEW_400, assert_refused, design, on_gloo
+from ppx_helpers import GLOO_WATCH, SKEW_400, assert_refused, bare_steps, design, on_gloo
 
 from ppx.core import Entry, Kind, Message, SlotBatch
-from ppx.engine.loop import PassState, PassSteps
+from ppx.engine.loop import PassState
 
 SIM = [
     "engine.transport=sim",
@@ -47,7 +47,8 @@ class _Ctx:
 
 def _check(width: str, rank: int, batch: SlotBatch, rows: int, fingerprint: list[int]):
     """What `rank`'s proxy receive does with `rows` rows for `batch`: True, or the stop."""
-    steps = PassSteps(_Ctx(rank), None, None, None, design("engine.width_check", width), None, None)
+    check = design("engine.width_check", width)
+    steps = bare_steps(_Ctx(rank), check)
     proxy = Message(
         Kind.PROXY,
         batch.slot,
