@@ -1,4 +1,4 @@
-"""What a rank's collaborators (admission policy, flip control, TP phase) may touch.
+"""What a rank's collaborators (the admission seams, flip control, TP phase) may touch.
 
 They get this small context instead of the rank's whole loop: who this rank is and who its
 neighbours are, the typed config, the wire (transport + channels), the status board and the

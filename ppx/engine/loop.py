@@ -5,8 +5,10 @@ preset obeys and the wedging presets break: a rank never blocks on a peer for so
 is not required for this pass's progress, and it satisfies everything a peer can block on
 (posts its sends) before it blocks on that peer.
 
-The steps hold the rank's context, its admission policy, the flip control, the output ring's
-strategy, the width check and the result applier; they read no switch themselves.
+The steps hold the rank's context, its ordering, the admission and return-path seams
+(engine/admission/base.py), the flip control, the output ring's strategy, the width check and
+the result applier; they read no switch themselves. A design adds a step of its own through
+`hook_designs` (Variant.pass_steps), never by editing this file.
 """
 
 from __future__ import annotations

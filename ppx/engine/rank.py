@@ -207,7 +207,7 @@ class RankLoop:
             "evictions": self.cache.evictions,
             "pool_tokens": self.cache.pool_tokens,
             "counters": dict(self.events.counts),
-            **self.policy_counters(),
+            **self.design_counters(),
             "host_saves": sum(h.saves for h in hosts),
             "host_loads": sum(h.loads for h in hosts),
             # resident weights per phase (a real checkpoint's cross-stage memory) and the bytes
@@ -218,7 +218,7 @@ class RankLoop:
             ),
         }
 
-    def policy_counters(self) -> dict:
+    def design_counters(self) -> dict:
         return {**self.proto.counters(), **self.seams.counters(), **self.flip.counters()}
 
 

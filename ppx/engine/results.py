@@ -1,6 +1,6 @@
 """Applying a slot's result: tokens appended, finished requests released and streamed.
 
-Shared by the PP phase's output ring (loop.py) and the TP phase (tp_phase.py): the policy
+Shared by the PP phase's output ring (loop.py) and the TP phase (tp_phase.py): the return path
 absorbs a void first; otherwise the output must be the one this rank expects for the slot.
 """
 
