@@ -183,7 +183,8 @@ def validate_protocol(merged: DictConfig) -> None:
     """The ordering's steps, then every protocol switch: a value that names no design, or a
     design that cannot mean anything with the rest of the config (ppx/protocol/registry.py)."""
     o = merged.engine.ordering
-    extra = tuple(registry.pass_steps())  # the pass steps designs add to the vocabulary
+    runs = registry.pass_steps()  # the pass steps designs add to the vocabulary
+    extra = tuple(runs)
     try:
         parse_ordering(list(o.steps), extra)
     except ValueError as e:
@@ -203,21 +204,21 @@ def validate_protocol(merged: DictConfig) -> None:
                 f"engine/admission={policy.name} needs (try engine/ordering=decision_first)"
             )
         for step in flat(parse_ordering(list(steps), extra)):
-            if (why := _unrun_step(merged, step.name)) is not None:
+            if (why := _unrun_step(merged, step.name, runs)) is not None:
                 raise ConfigError(why)
 
 
-def _unrun_step(merged: DictConfig, name: str) -> str | None:
+def _unrun_step(merged: DictConfig, name: str, runs: dict) -> str | None:
     """A design's pass step named while its axis runs another design: nothing would run it."""
-    runs = registry.pass_steps().get(name)
-    if runs is None:
+    designs = runs.get(name)
+    if designs is None:
         return None
-    chosen = {registry.design(merged, v.axis.key) for v in runs}
-    if chosen & set(runs):
+    chosen = {registry.design(merged, v.axis.key) for v in designs}
+    if chosen & set(designs):
         return None
     return (
         f"engine.ordering names the pass step {name!r}, which only "
-        f"{' | '.join(v.switch() for v in runs)} runs; this config chose "
+        f"{' | '.join(v.switch() for v in designs)} runs; this config chose "
         f"{', '.join(c.switch() for c in chosen)}"
     )
 

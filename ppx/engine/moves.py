@@ -37,8 +37,3 @@ class Moves:
     def requeued(self, rid: int) -> None:
         if self.on_requeue is not None:
             self.on_requeue(rid)
-
-    def note(self, msg: Callable[[], str]) -> None:
-        """PPX_DEBUG=1: the message, built only when someone traces."""
-        if self.trace is not None:
-            self.trace(msg())

@@ -38,8 +38,7 @@ from ppx.protocol.continuations import Continuations
 from ppx.protocol.flip import StartPhase
 from ppx.protocol.ordering import ordering_for
 from ppx.protocol.readiness import Readiness
-from ppx.protocol.registry import Protocol
-from ppx.protocol.registry import pass_steps as step_names
+from ppx.protocol.registry import Protocol, pass_steps
 from ppx.protocol.told_scope import ToldScope
 from ppx.protocol.width_check import WidthCheck
 from ppx.telemetry.events import EventLog
@@ -118,7 +117,7 @@ class RankLoop:
         self.tp = TPPhase(ctx, seams, proto, self.flip, intake, results)
         ring, width = Ring.of(proto), proto.of(WidthCheck)
         o = cfg.engine.ordering  # this rank's steps: its per_rank list, or the shared one
-        extra = tuple(step_names())  # the pass steps designs add (registry.pass_steps)
+        extra = tuple(pass_steps())  # the pass steps designs add (registry.pass_steps)
         ordering = ordering_for(list(o.steps), dict(o.per_rank), ctx.rank, ctx.world, extra)
         self.steps = PassSteps(
             ctx, ordering, seams, self.flip, ring, width, intake, results, retract

@@ -164,7 +164,8 @@ class Scheduler(Cells):
             # admitted a told schedule and then raised `KV pool exhausted` in place()
             if not self.cache.can_admit(need + self.pin_cost(req.tokens, prefix_len)):
                 return None
-            self.moves.note(lambda: f"admit rid={req.rid} prefix={prefix_len}")
+            if self.moves.trace is not None:  # PPX_DEBUG=1 only: no string built otherwise
+                self.moves.trace(f"admit rid={req.rid} prefix={prefix_len}")
             self.cache.admit(req, prefix_len, self.need_of(req, prefix_len))
             self.tally.cached += prefix_len
             self.moves.admitted.append((req.rid, prefix_len))
@@ -320,9 +321,10 @@ class Scheduler(Cells):
         req.slot = -1
 
     def requeue(self, req: Req) -> None:
-        self.moves.note(
-            lambda: f"requeue rid={req.rid} row={req.row} slot={req.slot} computed={req.computed}"
-        )
+        if self.moves.trace is not None:
+            self.moves.trace(
+                f"requeue rid={req.rid} row={req.row} slot={req.slot} computed={req.computed}"
+            )
         self.moves.requeued(req.rid)
         if req.slot >= 0 and req in self.running[req.slot]:
             self.running[req.slot].remove(req)

@@ -16,7 +16,6 @@ from ppx.core import Flag, Kind, Message
 from ppx.engine.admission import codec
 from ppx.engine.board import F, Op
 from ppx.engine.codec import decode_requests, encode_requests
-from ppx.protocol.continuations import SecondContinuation
 from ppx.protocol.told_scope import ToldScope
 
 if TYPE_CHECKING:
@@ -42,7 +41,6 @@ class TPPhase:
     ) -> None:
         self.ctx, self.flip, self.intake, self.results = ctx, flip, intake, results
         self.prefill, self.returns, self.floor = seams.prefill, seams.returns, seams.floor
-        self.second = proto.of(SecondContinuation)  # the sgl-project#959 guard
         self.told_rows = proto.of(ToldScope)  # a told row from the PP phase (told_scope)
 
     def _bcast(self, t: torch.Tensor, pass_id: int) -> torch.Tensor:
@@ -122,7 +120,8 @@ class TPPhase:
         ctx, s = self.ctx, self.ctx.sched
         if mode == "decode":
             return s.place(entries, 0, pass_id, "decode")
-        self.second.resume_resident(s)  # as rank 0 did before forming this batch (#959)
+        # as rank 0 did before forming this batch (#959): the upstream rule's own guard
+        self.prefill.second.resume_resident(s)
         for e in entries:
             req = s.reqs[e.rid]
             if req is s.cont() and e.continues:
