@@ -36,6 +36,10 @@ def first_failure(crashed: list[tuple[int, dict]]) -> tuple[int, dict]:
     return min(crashed, key=lambda x: (x[1].get("failed_at") is None, x[1].get("failed_at") or 0))
 
 
+def node_gone(silent: list[int]) -> tuple[str, str]:
+    return "dead_peer", f"rank(s) {silent} stopped answering (their node is gone)"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -138,7 +142,7 @@ class Supervisor:
         if self.mirror is not None and exited:  # a node gone: its peers' errors follow from it
             silent = self._silent_remote()
             if silent:
-                return "dead_peer", f"rank(s) {silent} stopped answering (their node is gone)"
+                return node_gone(silent)
         crashed = [(r, rep) for r, rep, _ in exited if rep["state"] == "error"]
         if crashed:
             r, rep = first_failure(crashed)
@@ -159,6 +163,19 @@ class Supervisor:
                 return [r for r in gone if self._report(r) is None]
             time.sleep(0.1)
         return []
+
+    def _interrupt_verdict(self) -> tuple[str, str]:
+        """A signal. Under torchrun the agent that sends it may be reacting to the other
+        node's death (its rendezvous lost a member), and it can see that before the mirror
+        does: a remote rank gone silent makes the run a dead peer, not an interruption."""
+        if self.mirror is not None:
+            silent = self._silent_remote()
+            if silent:
+                return node_gone(silent)
+            rv = self._rank_verdict()  # the store itself went with that node
+            if rv is not None and rv[0] == "dead_peer":
+                return rv
+        return "interrupted", "signal received"
 
     def _sample(self, now: float) -> None:
         self.tally.sample(self.board, now - self.t0, self.driver)
@@ -204,7 +221,7 @@ class Supervisor:
                     self._sample(now)
                     next_sample = now + METRICS_EVERY_S
                 if self.interrupted:
-                    verdict, reason = "interrupted", "signal received"
+                    verdict, reason = self._interrupt_verdict()
                     break
                 if self.driver.done:
                     self.driver.request_shutdown()

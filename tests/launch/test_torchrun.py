@@ -122,7 +122,16 @@ def _rank1_running(d: Path) -> bool:
     return int(arr.reshape(-1, RANK_BLOCK)[1, F.STATE]) == State.RUNNING
 
 
-def test_killing_the_other_node_is_a_dead_peer(tmp_path: Path, launches) -> None:
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(c) for c in f.read().split()]
+
+
+@pytest.mark.parametrize("agent_signals", [False, True], ids=["quiet", "agent_signals"])
+def test_killing_the_other_node_is_a_dead_peer(tmp_path: Path, launches, agent_signals) -> None:
+    """`agent_signals`: the surviving torchrun agent may see the rendezvous lose a member
+    before the supervisor's mirror does and SIGTERM its worker (the supervisor); that
+    signal, sent here at once, must not turn a dead node into an `interrupted` run."""
     d = tmp_path / "run"
     two_nodes(launches, d, 1, "+exp=smoke", "pp=2", "workload.num_requests=400")
     deadline = time.time() + RUN_S
@@ -132,6 +141,10 @@ def test_killing_the_other_node_is_a_dead_peer(tmp_path: Path, launches) -> None
     info = json.loads((d / "nodes" / "rank1" / "node.json").read_text())
     other = next(p for p in launches if p.pid == info["torchrun_pid"])
     os.kill(other.pid, signal.SIGKILL)  # the whole node goes: its torchrun agent first
+    if agent_signals:
+        survivor = next(p for p in launches if p is not other)
+        for worker in _children(survivor.pid):
+            os.kill(worker, signal.SIGTERM)
     wait_all(launches)
     s = summary(d)
     assert s["verdict"] == "dead_peer", s
