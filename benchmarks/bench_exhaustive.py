@@ -9,7 +9,7 @@
    core; the CPU second, not the wall one, because the machine is shared); then the
    median and its interval, and the ratio of the arms
 2. the same scenario with one flip (flip every 2 passes, at most 1), once per arm
-3. the random strategy with two workers, `python -m ppx.explore pp=3 explore.workers=2`,
+3. the random strategy with two workers, `python -m ppx.explore pp=3 explore.fanout.workers=2`,
    `--rounds` times: schedules/s, median and interval
 
   python benchmarks/bench_exhaustive.py [--rounds 6] [--skip-flip]
@@ -31,7 +31,7 @@ import _zoo
 
 SCENARIO = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first",
             "workload.num_requests=3", "workload.max_new=2", "explore.clock=idle",
-            "explore.strategy=exhaustive", "explore.shrink=0"]  # fmt: skip
+            "explore.strategy=exhaustive", "explore.shrink.runs=0"]  # fmt: skip
 ONE_FLIP = ["flip=every_40_passes", "flip.every_passes=2", "flip.max_flips=1"]
 ARMS = {"canon": True, "insertion": False}  # the canonical forms on / off
 
@@ -91,7 +91,14 @@ def flip(args) -> None:
 
 
 def random_two_workers(args) -> None:
-    cmd = ["python", "-m", "ppx.explore", "pp=3", "explore.schedules=1000", "explore.workers=2"]
+    cmd = [
+        "python",
+        "-m",
+        "ppx.explore",
+        "pp=3",
+        "explore.schedules=1000",
+        "explore.fanout.workers=2",
+    ]
     print(f"\n3. {' '.join(cmd)}")
     rates = []
     for i in range(args.rounds):

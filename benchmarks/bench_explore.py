@@ -31,8 +31,8 @@ import _zoo
 
 STRATEGIES = {  # the zoo's columns
     "random": ["explore.strategy=random"],
-    "pct": ["explore.strategy=pct", "explore.depth=3"],
-    "dfs": ["explore.strategy=dfs", "explore.delays=2", "explore.reduce=none"],
+    "pct": ["explore.strategy=pct", "explore.pct.depth=3"],
+    "dfs": ["explore.strategy=dfs", "explore.dfs.delays=2", "explore.reduce=none"],
     "portfolio": ["explore.strategy=portfolio", "explore.portfolio=[random,pct]"],
 }
 WEDGES = ["flush_before_decision", "blocking_lap", "decision_after_launch"]
@@ -56,7 +56,7 @@ def speed(args) -> None:
     _method.report(got, "micro", "schedules/s (one worker)", target=10.0)
     out = tempfile.mkdtemp(prefix="ppx-explore-")
     cmd = ["python", "-m", "ppx.explore", "pp=3", "model=hash", "explore.schedules=1000",
-           "explore.workers=2", f"hydra.run.dir={out}"]  # fmt: skip
+           "explore.fanout.workers=2", f"hydra.run.dir={out}"]  # fmt: skip
     subprocess.run([sys.executable, *cmd[1:]], cwd=_common.ROOT, check=True, capture_output=True)
     s = json.load(open(os.path.join(out, "summary.json")))
     print(f"\n   {' '.join(cmd[:-1])}\n   -> {s['schedules']} schedules in {s['wall_s']} s = "
@@ -73,7 +73,7 @@ def zoo(args) -> None:
     for incident, ov, want in cells:
         row = f"{incident[:37]:<38} {'|'.join(sorted(want)):<18}"
         for name, extra in STRATEGIES.items():
-            cfg = _common.compose(*ov, "model=hash", *extra, "explore.shrink=0")
+            cfg = _common.compose(*ov, "model=hash", *extra, "explore.shrink.runs=0")
             hit = _zoo.first_find(cfg, want, args.cap)
             found[name] += hit is not None
             row += f"{'-' if hit is None else f'{hit[0]} ({hit[1]:.2f})':>17}"
@@ -89,8 +89,8 @@ def dfs(args) -> None:
     ends = {}
     for reduce in ("none", "sleep"):
         ov = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first",
-              "explore.strategy=dfs", f"explore.bound={args.dfs_bound}", "explore.clock=idle",
-              f"explore.reduce={reduce}", "explore.schedules=1000000", "explore.shrink=0"]  # fmt: skip
+              "explore.strategy=dfs", f"explore.dfs.bound={args.dfs_bound}", "explore.clock=idle",
+              f"explore.reduce={reduce}", "explore.schedules=1000000", "explore.shrink.runs=0"]  # fmt: skip
         t = time.perf_counter()
         ex = explore(_zoo.explorer_compose(*ov), tempfile.mkdtemp(), [], echo=lambda *_: None)
         d, df = ex.dfs, ex.table

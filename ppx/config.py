@@ -31,6 +31,29 @@ class ModelCfg:
 
 
 @dataclass
+class BenchCfg:
+    """The serving benchmarks' knobs (vllm bench serve / sglang.bench_serving; docs/running.md)."""
+
+    input_len: int = 0  # > 0: random prompt lengths in vLLM's input_len +- range_ratio
+    output_len: int = 0  # > 0: output lengths likewise (sharegpt: a fixed output length)
+    range_ratio: float = 0.0
+    burstiness: float = 1.0  # gamma inter-arrivals (vLLM's rule); 1 = Poisson
+    max_concurrency: int = 0  # > 0: at most this many in flight, whatever the arrivals
+    prompts_per_group: int = 0  # generated_shared_prefix: requests per shared system prompt
+
+
+@dataclass
+class TraceCfg:
+    """workload=trace: the file's format, the window replayed and its scales."""
+
+    format: str | None = None  # azure | burstgpt | mooncake
+    window_start_s: float = 0.0
+    window_s: float = 0.0  # 0: to the trace's end
+    time_scale: float = 1.0  # run seconds per trace second
+    token_scale: float = 1.0  # run tokens per trace token (a small model's context)
+
+
+@dataclass
 class WorkloadCfg:
     name: str = "shared_prefix"
     num_requests: int = 32
@@ -43,19 +66,17 @@ class WorkloadCfg:
     rate: float = 0.0  # requests/s; > 0 switches from closed loop to a Poisson arrival process
     duration_s: float = 0.0  # > 0: keep submitting (closed loop) until this much time passed
     path: str | None = None  # workload=jsonl / sharegpt / trace: the file
-    # the serving benchmarks' knobs (vllm bench serve / sglang.bench_serving; docs/running.md)
-    input_len: int = 0  # > 0: random prompt lengths in vLLM's input_len +- range_ratio
-    output_len: int = 0  # > 0: output lengths likewise (sharegpt: a fixed output length)
-    range_ratio: float = 0.0
-    burstiness: float = 1.0  # gamma inter-arrivals (vLLM's rule); 1 = Poisson
-    max_concurrency: int = 0  # > 0: at most this many in flight, whatever the arrivals
-    prompts_per_group: int = 0  # generated_shared_prefix: requests per shared system prompt
-    # workload=trace: azure | burstgpt | mooncake, its window and scales
-    format: str | None = None
-    window_start_s: float = 0.0
-    window_s: float = 0.0  # 0: to the trace's end
-    time_scale: float = 1.0  # run seconds per trace second
-    token_scale: float = 1.0  # run tokens per trace token (a small model's context)
+    bench: BenchCfg = field(default_factory=BenchCfg)
+    trace: TraceCfg = field(default_factory=TraceCfg)
+
+
+@dataclass
+class PrefetchCfg:
+    """What admission does about a host-tier prefetch still in flight (engine.kv.host_tier)."""
+
+    floor: str = default("engine.admission.prefetch.floor")
+    bound_ms: float = 1000.0  # floor=group: how long a rid waits on a pending peer, then clamp
+    short: str = default("engine.admission.prefetch.short")
 
 
 @dataclass
@@ -72,9 +93,7 @@ class AdmissionCfg:
     batch_order: str = default("engine.admission.batch_order")
     local_extent: str = default("engine.admission.local_extent")
     follower_seats: str = default("engine.admission.follower_seats")
-    prefetch_floor: str = default("engine.admission.prefetch_floor")
-    prefetch_bound_ms: float = 1000.0  # group: how long a rid waits on a pending peer, then clamp
-    prefetch_short: str = default("engine.admission.prefetch_short")
+    prefetch: PrefetchCfg = field(default_factory=PrefetchCfg)
     # issue 26 (#1180, #798, #959): the row probe, continuations per slot, the #959 guard
     row_probe: str = default("engine.admission.row_probe")
     continuations: str = default("engine.admission.continuations")
@@ -116,6 +135,18 @@ class KVCfg:
 
 
 @dataclass
+class LivenessCfg:
+    """The bounds past which rank 0 calls a run livelocked or stalled."""
+
+    livelock_passes: int = 64
+    # passes rank 0 runs with requests outstanding and no token committed -> stalled (0 = off)
+    stall_passes: int = 2000
+    # flip churn (flip.due): cutovers / re-admitted residents with no token committed (0 = off)
+    livelock_flips: int = 32
+    livelock_readmits: int = 256
+
+
+@dataclass
 class EngineCfg:
     admission: AdmissionCfg = field(default_factory=AdmissionCfg)
     ordering: OrderingCfg = field(default_factory=OrderingCfg)
@@ -127,12 +158,7 @@ class EngineCfg:
     max_reqs: int = 64
     readiness: bool = default("engine.readiness")
     readiness_budget_s: float = 2.0
-    livelock_passes: int = 64
-    # passes rank 0 runs with requests outstanding and no token committed -> stalled (0 = off)
-    stall_passes: int = 2000
-    # flip churn (flip.due): cutovers / re-admitted residents with no token committed (0 = off)
-    livelock_flips: int = 32
-    livelock_readmits: int = 256
+    liveness: LivenessCfg = field(default_factory=LivenessCfg)
     transport: str = "gloo"  # gloo | nccl (one GPU per rank) | sim (one process, deterministic)
     # forkserver: ranks forked from one process that imported the engine once | spawn: a fresh
     # interpreter per rank (what a planted sitecustomize needs)
@@ -220,49 +246,78 @@ class WatchCfg:
     blocked_on: bool = True  # the blocked-on records + op ring (off only to measure their cost)
     shutdown_grace_s: float = 15.0  # after the shutdown, ranks that neither leave nor progress
     # requests outstanding and no token committed for this long -> stalled (virtual seconds on
-    # the simulator; rank 0's engine.stall_passes usually names it first)
+    # the simulator; rank 0's engine.liveness.stall_passes usually names it first)
     progress_stall_s: float = 30.0
 
 
 @dataclass
-class ExploreCfg:
-    """The simulator's knobs (engine.transport=sim) and the explorer's (python -m ppx.explore)."""
+class PctCfg:
+    """explore.strategy=pct: the bug depth and the choice points it is drawn over."""
 
-    name: str = "default"
-    strategy: str = "random"  # random | pct | dfs | exhaustive | replay
+    depth: int = 3  # the bug depth d
+    depth_cycle: bool = True  # schedule i runs at depth 1 + i mod d (else d)
+    horizon: int = 0  # choice points the change points are drawn over (0: one run's)
+
+
+@dataclass
+class DfsCfg:
+    """explore.strategy=dfs: the walk's bounds (explore.reduce prunes it)."""
+
+    bound: int = 0  # branch only within the first `bound` steps (0: no step bound)
+    delays: int | None = None  # at most this many choices of a higher runnable task
+
+
+@dataclass
+class FanoutCfg:
+    """Who runs the schedules: local worker processes, a Ray cluster or launcher shards."""
+
+    workers: int = 1  # local processes the schedules are sharded over
+    ray: str | None = None  # a Ray cluster (local | auto | ray://HOST:PORT): the shards as tasks
+    shard: int = 0  # a launcher job's shard (of `shards`): python -m ppx.explore -m ...
+    shards: int = 1
+    batch: int = 25  # one progress line per this many schedules
+
+
+@dataclass
+class ShrinkCfg:
+    """How much a failure found is shrunk before it is saved."""
+
+    runs: int = 200  # runs spent shrinking each failing schedule (0: save it as found)
+    scenario_s: float = 30.0  # explore.scenarios: seconds Hypothesis may shrink (0: no bound)
+
+
+@dataclass
+class ExploreCfg:
+    """The explorer's knobs (python -m ppx.explore) and a simulated run's schedule (the
+    simulator's own clock step and step bound: `sim.step_us`, `sim.max_steps`)."""
+
+    strategy: str = "random"  # random | pct | dfs | portfolio | exhaustive | replay
     seed: int = 0  # the schedule seed (schedule i of an exploration uses seed + i)
     schedules: int = 100  # how many schedules `ppx.explore` runs
-    depth: int = 3  # pct: the bug depth d
-    depth_cycle: bool = True  # pct: schedule i runs at depth 1 + i mod d (else d)
-    horizon: int = 0  # pct: choice points the change points are drawn over (0: one run's)
-    bound: int = 0  # dfs: branch only within the first `bound` steps (0: no step bound)
-    delays: int | None = None  # dfs: at most this many choices of a higher runnable task
     reduce: str = "sleep"  # dfs: sleep (sleep sets over step footprints) | none
     cache: bool = True  # exhaustive: skip states explored before (fingerprint.py)
     portfolio: list[str] = field(default_factory=lambda: ["random", "pct"])  # its members
     replay: str | None = None  # a schedule.txt to replay (strategy replay)
-    step_us: float = 1000.0  # virtual time one scheduling step takes (a pp=3 pass: ~30 ms)
     clock: str = "step"  # step (time moves every step) | idle (only when no task can run)
-    max_steps: int = 2_000_000  # a run longer than this ends `timeout`
-    batch: int = 25  # ppx.explore: one progress line per this many schedules
-    shrink: int = 200  # runs spent shrinking each failure found (0: save it as found)
-    workers: int = 1  # ppx.explore: local processes the schedules are sharded over
-    ray: str | None = None  # a Ray cluster (local | auto | ray://HOST:PORT): the shards as tasks
-    shard: int = 0  # a launcher job's shard (of `shards`): python -m ppx.explore -m ...
-    shards: int = 1
     # scenario generation (ppx/sim/scenarios.py): draw this many scenarios of the design, each
     # run under `scenario_schedules` schedules; 0: explore the one scenario the config names
     scenarios: int = 0
     scenario_schedules: int = 4
     budget_s: float = 0.0  # scenarios, exhaustive: stop after this many seconds (0: none)
-    shrink_s: float = 30.0  # scenarios: seconds Hypothesis may spend shrinking (0: no bound)
+    pct: PctCfg = field(default_factory=PctCfg)
+    dfs: DfsCfg = field(default_factory=DfsCfg)
+    fanout: FanoutCfg = field(default_factory=FanoutCfg)
+    shrink: ShrinkCfg = field(default_factory=ShrinkCfg)
 
 
 @dataclass
 class SimCfg:
-    """The simulated wire (engine.transport=sim): whose point-to-point rules it follows.
-    Every knob but `semantics` is one of NCCL's rules (docs/simulation.md, "NCCL semantics")."""
+    """The simulator (engine.transport=sim): its virtual clock and step bound, and whose
+    point-to-point rules its wire follows. Every knob but the first three is one of NCCL's
+    rules (docs/simulation.md, "NCCL semantics")."""
 
+    step_us: float = 1000.0  # virtual time one scheduling step takes (a pp=3 pass: ~30 ms)
+    max_steps: int = 2_000_000  # a run longer than this ends `timeout`
     semantics: str = "gloo"  # gloo | nccl (payloads by NCCL's rules, headers by gloo's)
     send_buffer_bytes: int = 1048576  # unreceived bytes a send may leave per direction (0 = sync)
     connect: str = "eager"  # eager (payload pairs connected at start-up) | lazy (by their members)

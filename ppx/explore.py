@@ -5,8 +5,8 @@ load by default (the run always uses the sim transport). Writes `explore.parquet
 schedule), `summary.json` (schedules, wall_s, schedules_per_s, verdicts, tokens_checked,
 failures, fractions per verdict) and, for the first failure of each distinct verdict /
 cycle, `failures/<n>/schedule.txt` (shrunk) and `original.txt`, with the command that
-replays it. `explore.workers=N` fans the schedules out over N local processes; a Hydra
-multirun over `explore.shard` (with `explore.shards`) runs them as launcher jobs and merges.
+replays it. `explore.fanout.workers=N` fans the schedules out over N local processes; a Hydra
+multirun over `explore.fanout.shard` (with `explore.fanout.shards`) runs them as launcher jobs and merges.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def main(cfg: DictConfig) -> None:
     s = summary_of(ex, cfg, hc.runtime.choices.get("exp"))
     # what a launcher's merge needs from each job (fanout.MergeShards)
     s |= {
-        "shard": int(cfg.explore.shard),
+        "shard": int(cfg.explore.fanout.shard),
         "overrides": overrides,
         "config_name": hc.job.config_name,
         "config_hash": config_hash(cfg),
@@ -103,4 +103,7 @@ def log_to_wandb(cfg, out_dir: str, s: dict, ex, overrides: list[str], config_na
 
 
 if __name__ == "__main__":
+    from ppx.config_moved import refuse_moved
+
+    refuse_moved(sys.argv[1:])  # an old key: one line, before Hydra composes
     main()

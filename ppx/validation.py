@@ -229,15 +229,13 @@ def validate_explore(merged: DictConfig) -> None:
 
     x = merged.explore
     check_explore(merged)
-    if x.ray is not None:  # the shards on a Ray cluster (ppx/sim/fanout_ray.py)
+    if x.fanout.ray is not None:  # the shards on a Ray cluster (ppx/sim/fanout_ray.py)
         from ppx.launch.ray_cluster import address_problem
 
-        if (why := address_problem(str(x.ray))) is not None:
-            raise ConfigError(f"explore.{why}")
-    if x.schedules <= 0 or x.step_us <= 0 or x.max_steps <= 0:
-        raise ConfigError(
-            "explore.schedules, explore.step_us and explore.max_steps must be positive"
-        )
+        if (why := address_problem(str(x.fanout.ray))) is not None:
+            raise ConfigError(f"explore.fanout.{why}")
+    if x.schedules <= 0 or merged.sim.step_us <= 0 or merged.sim.max_steps <= 0:
+        raise ConfigError("explore.schedules, sim.step_us and sim.max_steps must be positive")
     if x.replay is not None:
         from ppx.engine.transport.registry import SIM, spec_of
 

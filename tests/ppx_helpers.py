@@ -134,7 +134,7 @@ SKEW_400 = [
     "workload.num_requests=24",
     "workload.concurrency=4",
     "workload.max_new=8",
-    "engine.livelock_passes=32",
+    "engine.liveness.livelock_passes=32",
 ]
 
 # two short shared prefixes, one request at a time: a small pool cannot keep both
@@ -156,7 +156,7 @@ SHORT_PREFIXES = [
     "workload.num_requests=12",
     "workload.concurrency=1",
     "workload.max_new=8",
-    "engine.livelock_passes=24",
+    "engine.liveness.livelock_passes=24",
 ]
 # #1175's host-tier prefetch: every rank's 64-token pool evicts the two short prefixes to its
 # host tier and a forwarded group reloads them (add pp and engine.kv.prefetch_ms per rank)

@@ -71,7 +71,9 @@ def _drive(cfg, until: float, finish_every: float | None = None) -> list[float]:
 
 
 def test_driver_submits_at_the_seeded_bursty_arrivals():
-    cfg = compose("workload=vllm_random", "workload.burstiness=0.5", "workload.max_concurrency=0")
+    cfg = compose(
+        "workload=vllm_random", "workload.bench.burstiness=0.5", "workload.bench.max_concurrency=0"
+    )
     want = arrival_times(int(cfg.seed), 32, float(cfg.workload.rate), 0.5)
     got = _drive(cfg, until=want[-1] + 0.01)
     assert len(got) == 32
@@ -82,12 +84,12 @@ def test_driver_submits_at_the_seeded_bursty_arrivals():
 
 
 def test_max_concurrency_holds_arrivals_back():
-    cfg = compose("workload=vllm_random", "workload.rate=1000", "workload.max_concurrency=3")
+    cfg = compose("workload=vllm_random", "workload.rate=1000", "workload.bench.max_concurrency=3")
     assert len(_drive(cfg, until=0.05)) == 3  # nothing finishes: three in flight, no more
     free = _drive(cfg, until=0.05, finish_every=0.01)
     assert 3 < len(free) < 32
     # red arm: without the cap, 1000 req/s submits all 32 within 0.05 s
-    cfg = compose("workload=vllm_random", "workload.rate=1000", "workload.max_concurrency=0")
+    cfg = compose("workload=vllm_random", "workload.rate=1000", "workload.bench.max_concurrency=0")
     assert len(_drive(cfg, until=0.2)) == 32
 
 
@@ -98,7 +100,7 @@ def test_random_lengths_span_vllms_range():
     lens = {len(r.prompt) for r in reqs}
     assert min(lens) == 16 and max(lens) == 48  # 32 * (1 -+ 0.5)
     assert {r.max_new for r in reqs} == set(range(6, 19))  # 12 * (1 -+ 0.5)
-    same = make_workload(compose("workload=vllm_random", "workload.range_ratio=0"))
+    same = make_workload(compose("workload=vllm_random", "workload.bench.range_ratio=0"))
     assert {len(same.request(i).prompt) for i in range(50)} == {32}  # red arm: no range
 
 
@@ -113,8 +115,12 @@ def test_generated_shared_prefix_groups():
 
 
 def test_knob_refusals():
-    assert_refused(["workload=vllm_random", "workload.burstiness=0"], "workload.burstiness=0")
-    assert_refused(["workload=vllm_random", "workload.range_ratio=1"], "workload.range_ratio=1")
+    assert_refused(
+        ["workload=vllm_random", "workload.bench.burstiness=0"], "workload.bench.burstiness=0"
+    )
+    assert_refused(
+        ["workload=vllm_random", "workload.bench.range_ratio=1"], "workload.bench.range_ratio=1"
+    )
     assert_refused(["workload=vllm_random", "workload.rate=-1"], "workload.rate=-1")
 
 
@@ -160,6 +166,11 @@ def test_sharegpt_serves_on_sim(tok_file, tmp_path):
 
 @pytest.mark.parametrize("transport", ["sim", "gloo"])
 def test_vllm_random_bursty_serves_at_pp3(tmp_path, transport):
-    over = [*SIM, "workload=vllm_random", "workload.burstiness=0.5", "workload.num_requests=12"]
+    over = [
+        *SIM,
+        "workload=vllm_random",
+        "workload.bench.burstiness=0.5",
+        "workload.num_requests=12",
+    ]
     s = run_inproc(str(tmp_path / transport), *(over if transport == "sim" else on_gloo(over)))
     assert s["verdict"] == "served" and s["served"] == 12 and s["oracle_mismatches"] == 0

@@ -60,10 +60,10 @@ BRANCHES = {
     "explore strategy": (["explore.strategy=bfs"], "explore.strategy='bfs': "),
     "dfs without a bound": (["explore.strategy=dfs"], "explore.strategy=dfs needs a bound"),
     "pct depth": (
-        ["explore.strategy=pct", "explore.depth=0"],
-        "explore.depth=0: pct needs a bug depth >= 1",
+        ["explore.strategy=pct", "explore.pct.depth=0"],
+        "explore.pct.depth=0: pct needs a bug depth >= 1",
     ),
-    "explore counts": (["explore.schedules=0"], "explore.schedules, explore.step_us and"),
+    "explore counts": (["explore.schedules=0"], "explore.schedules, sim.step_us and"),
     "replay off the simulator": (
         [f"explore.replay={SCHEDULE}"],
         "explore.replay needs engine.transport=sim",

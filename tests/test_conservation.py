@@ -134,7 +134,11 @@ def test_sim_a_pause_never_lifted_is_stalled_by_passes_or_by_virtual_time(
 
     monkeypatch.setattr(Scheduler, "add", Scheduler.add)
     plant(PAUSE_FOREVER_SRC)
-    extra = ["engine.stall_passes=0", "watch.progress_stall_s=2"] if bound == "virtual_time" else []
+    extra = (
+        ["engine.liveness.stall_passes=0", "watch.progress_stall_s=2"]
+        if bound == "virtual_time"
+        else []
+    )
     s, _ = engine(*SMALL_SIM, *extra)
     assert s["verdict"] == "stalled", s
     if bound == "passes":

@@ -31,7 +31,9 @@ class _Context:
     rank, world, is_first, is_last, epoch = 1, 2, False, True, 0
 
     def __init__(self):
-        self.cfg = typed_cfg({"engine.admission.name": "decision", "engine.livelock_passes": 8})
+        self.cfg = typed_cfg(
+            {"engine.admission.name": "decision", "engine.liveness.livelock_passes": 8}
+        )
         self.sched = Scheduler(KVCache(1, 256, 1, 2, 8, 256), 2, 64, 8)
         self.board, self.events = _Board(), _Events()
 

@@ -7,7 +7,7 @@ chunks and 5 fit between flips; the cutover re-queues it and releases the trees,
 restarts from zero forever and nothing behind it is admitted: the run used to end `timeout`
 after 180 virtual seconds with 2/6 served. `flip.due=drained` (the fork's phase policy: the
 phase is governed by drain, not a stopwatch) lets the prompt finish first and serves; the churn
-bound (`engine.livelock_flips`) ends the clock arm `livelocked`, naming rid 3 at 160/190.
+bound (`engine.liveness.livelock_flips`) ends the clock arm `livelocked`, naming rid 3 at 160/190.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ CHURN = [
 ]
 RED_REASON = (
     "livelock: 32 flips and 31 re-admissions with no token committed since pass 119 "
-    "(engine.livelock_flips=32, flip.due=clock); (rid, re-admissions, computed/len at its "
+    "(engine.liveness.livelock_flips=32, flip.due=clock); (rid, re-admissions, computed/len at its "
     "last cutover) repeating: [(3, 31, '160/190')]; queue head [3, 2, 4, 5]"
 )
 
@@ -93,8 +93,10 @@ def _flip(ctx: _Rank0) -> FlipSchedule:
 
 
 def _bounds(ctx: _Rank0) -> tuple[int, int]:
-    """engine.livelock_flips and engine.livelock_readmits, as the flip schedule reads them."""
-    return int(ctx.cfg.engine.livelock_flips), int(ctx.cfg.engine.livelock_readmits)
+    """engine.liveness.livelock_flips and engine.liveness.livelock_readmits, as the flip schedule reads them."""
+    return int(ctx.cfg.engine.liveness.livelock_flips), int(
+        ctx.cfg.engine.liveness.livelock_readmits
+    )
 
 
 # -- flip.due: the exact state of the churn at pass 126 ------------------------------------
@@ -138,7 +140,7 @@ def _churn_once(ctx: _Rank0, churn: Churn, req: Req, pass_id: int) -> None:
 
 @pytest.mark.parametrize("bound", [32, 0])
 def test_flips_with_no_token_committed_end_livelocked_naming_the_churn(bound):
-    ctx = _Rank0(**{"engine.livelock_flips": bound})
+    ctx = _Rank0(**{"engine.liveness.livelock_flips": bound})
     rid3, waiting = _prompt(3, 190), [_prompt(r, 110) for r in (2, 4, 5)]
     ctx.sched.add([rid3, *waiting])
     _prefill(ctx.sched, rid3, 160, 113)
@@ -161,7 +163,7 @@ def test_flips_with_no_token_committed_end_livelocked_naming_the_churn(bound):
 
 
 def test_a_committed_token_or_an_idle_flip_ends_the_streak():
-    ctx = _Rank0(**{"engine.livelock_flips": 3, "engine.livelock_readmits": 2})
+    ctx = _Rank0(**{"engine.liveness.livelock_flips": 3, "engine.liveness.livelock_readmits": 2})
     req = _prompt(3, 64)
     ctx.sched.add([req])
     churn = Churn(ctx, "drained", *_bounds(ctx))
@@ -178,7 +180,7 @@ def test_a_committed_token_or_an_idle_flip_ends_the_streak():
     a, b = _prompt(7, 64), _prompt(8, 64)
     ctx.sched.add([a, b])
     _prefill(ctx.sched, a, 32, 31)
-    with pytest.raises(StopRun, match="engine.livelock_readmits=2"):
+    with pytest.raises(StopRun, match="engine.liveness.livelock_readmits=2"):
         churn.cutover(40, [a, b])
         ctx.sched.requeue(a)
         ctx.sched.admit_entry(a, 0, 32)
@@ -189,7 +191,7 @@ def test_a_committed_token_or_an_idle_flip_ends_the_streak():
 # -- the engine: the issue's config, red and green -----------------------------------------
 def test_red_clock_churns_and_ends_livelocked_green_drained_serves(engine):
     # the bound at 8 flips to keep the test short (the gallery cell runs the default 32)
-    red, _ = engine(*CHURN, "flip.due=clock", "engine.livelock_flips=8")
+    red, _ = engine(*CHURN, "flip.due=clock", "engine.liveness.livelock_flips=8")
     bounded = RED_REASON.replace("32 flips and 31", "8 flips and 7").replace("(3, 31,", "(3, 7,")
     bounded = bounded.replace("livelock_flips=32", "livelock_flips=8")
     assert red["verdict"] == "livelocked" and red["reason"] == bounded, red["reason"]
@@ -202,7 +204,7 @@ def test_red_clock_churns_and_ends_livelocked_green_drained_serves(engine):
 
 def test_gloo_red_clock_churn_is_livelocked_not_timeout(ppx_run):
     # real processes: four of the six prompts (rid 3 among them), the bound at 8 flips
-    quick = [*on_gloo(CHURN), "workload.num_requests=4", "engine.livelock_flips=8"]
+    quick = [*on_gloo(CHURN), "workload.num_requests=4", "engine.liveness.livelock_flips=8"]
     proc, s, _ = ppx_run(*quick, "flip.due=clock", *GLOO_WATCH, timeout=150)
     assert s is not None, proc.stderr[-2000:]
     assert s["verdict"] == "livelocked", s["reason"]
@@ -214,8 +216,14 @@ REFUSED = {
     "value": (["flip=every_2s", "flip.due=later"], "flip.due='later': drained | clock"),
     "clock without flips": (["flip.due=clock"], "flip.due=clock means nothing without flips"),
     "cap": (["flip=every_2s", "flip.drain_cap=0"], "flip.drain_cap=0: >= 1 passes"),
-    "bound": (["engine.livelock_flips=-1"], "engine.livelock_flips=-1: >= 0 (0 = no bound)"),
-    "readmits": (["engine.livelock_readmits=-2"], "engine.livelock_readmits=-2: >= 0"),
+    "bound": (
+        ["engine.liveness.livelock_flips=-1"],
+        "engine.liveness.livelock_flips=-1: >= 0 (0 = no bound)",
+    ),
+    "readmits": (
+        ["engine.liveness.livelock_readmits=-2"],
+        "engine.liveness.livelock_readmits=-2: >= 0",
+    ),
 }
 
 

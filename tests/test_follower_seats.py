@@ -40,7 +40,7 @@ BASE = [
     f"workload.num_requests={N}",
     "workload.max_new=8",
     f"engine.chunk_size={CHUNK}",
-    "engine.livelock_passes=24",
+    "engine.liveness.livelock_passes=24",
     "engine/admission=forwarded",
 ]
 STOP = [*BASE, "engine.admission.on_refusal=stop"]

@@ -128,7 +128,7 @@ SIM_630 = [
     "workload.max_new=4",
     "engine.chunk_size=256",
     "faults.match_cap=[-1,64,50]",
-    "engine.livelock_passes=24",
+    "engine.liveness.livelock_passes=24",
 ]
 
 

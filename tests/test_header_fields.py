@@ -20,7 +20,7 @@ def lap_fields(monkeypatch):
 
 def test_the_engine_owns_the_decisions_first_words_and_the_floor_the_next():
     assert [f.word for f in FIELDS[Kind.DECISION].values()][:4] == [0, 1, 2, 3]
-    assert FLOOR_QUERY.word == 3 and FLOOR_QUERY.owner == "engine.admission.prefetch_floor"
+    assert FLOOR_QUERY.word == 3 and FLOOR_QUERY.owner == "engine.admission.prefetch.floor"
     msg = Message(Kind.DECISION, aux=pack(Kind.DECISION, mode=2, count=3, floor_query=9))
     assert msg.aux == (2, 3, 0, 9) and FLOOR_QUERY.of(msg) == 9
 
@@ -37,9 +37,9 @@ def test_a_new_field_on_the_chain_gets_its_own_word_not_the_retraction_s():
 
 
 def test_a_second_owner_of_a_field_is_refused_by_name(lap_fields):
-    declare(Kind.LAP, "floor_rid", "engine.admission.prefetch_floor")
-    assert declare(Kind.LAP, "floor_rid", "engine.admission.prefetch_floor").word == 0
-    with pytest.raises(ValueError, match="'floor_rid' is owned by engine.admission.prefetch_floor"):
+    declare(Kind.LAP, "floor_rid", "engine.admission.prefetch.floor")
+    assert declare(Kind.LAP, "floor_rid", "engine.admission.prefetch.floor").word == 0
+    with pytest.raises(ValueError, match="'floor_rid' is owned by engine.admission.prefetch.floor"):
         declare(Kind.LAP, "floor_rid", "faults.retract_rid")
 
 

@@ -71,7 +71,7 @@ def _sched(waiting=(), inflight=0, running=False, loading=False):
 
 
 def test_the_gate_and_the_starvation_bound():
-    gate = design("engine.kv.load_back", "admitted", {"engine.livelock_passes": 3})
+    gate = design("engine.kv.load_back", "admitted", {"engine.liveness.livelock_passes": 3})
     assert not gate.may_load(5)
     gate.published([5])
     assert gate.may_load(5) and not gate.may_load(6)
@@ -80,7 +80,7 @@ def test_the_gate_and_the_starvation_bound():
         assert gate.starved(busy) is None and gate.idle_passes == 0
     assert gate.starved(_sched([6])) is None and gate.starved(_sched([6])) is None
     assert "rids [6] waiting" in gate.starved(_sched([6]))
-    local = design("engine.kv.load_back", "local", {"engine.livelock_passes": 1})
+    local = design("engine.kv.load_back", "local", {"engine.liveness.livelock_passes": 1})
     assert local.may_load(6) and local.starved(_sched([6])) is None  # never gated
 
 

@@ -115,8 +115,8 @@ def test_the_tp_phase_folds_the_followers_rows_from_one_all_reduce():
 
 
 def test_the_floor_governs_the_tp_phase_only_in_the_group_design():
-    assert design("engine.admission.prefetch_floor", "group").in_tp_phase
-    assert not design("engine.admission.prefetch_floor", "group_pp").in_tp_phase
+    assert design("engine.admission.prefetch.floor", "group").in_tp_phase
+    assert not design("engine.admission.prefetch.floor", "group_pp").in_tp_phase
 
 
 class _Events:
@@ -135,7 +135,7 @@ class _Rank0:
                 "pp": 3,
                 "engine.admission.name": "forwarded",
                 "engine.admission.on_refusal": "stop",
-                "engine.admission.prefetch_floor": floor,
+                "engine.admission.prefetch.floor": floor,
                 "engine.kv.host_tier": True,
                 "flip.enabled": True,
             }
@@ -187,7 +187,7 @@ def test_a_cutover_and_a_lap_from_before_it_leave_no_number_of_the_old_layout():
 # -- the engine --------------------------------------------------------------------------
 def test_red_group_pp_voids_the_tp_phase_green_group_serves_with_flips_at_pp3(engine):
     flips = [*PF3, "flip.every_passes=60"]  # a phase outlasts a 300 ms load
-    red, _ = engine(*flips, "engine.admission.prefetch_floor=group_pp")
+    red, _ = engine(*flips, "engine.admission.prefetch.floor=group_pp")
     assert red["verdict"] == "livelocked" and red["reason"] == TP_RED, red["reason"]
     green, d = engine(*flips)
     assert green["verdict"] == "served", green["reason"]
@@ -204,7 +204,7 @@ def test_after_tp_to_pp_red_rank0_admits_on_its_own_number_green_group_serves(en
     # the fork's red (boot weg1b5): a TP phase first, the cutover to PP re-admits over the host
     # tier; rank 0's load lands in 2 ms, rank 1's in 300 ms, and rank 0 admits on its own
     once = [*PF3, "flip.start_phase=tp", "flip.every_passes=10", "flip.max_flips=1"]
-    red, _ = engine(*once, "engine.admission.prefetch_floor=rank0")
+    red, _ = engine(*once, "engine.admission.prefetch.floor=rank0")
     assert red["verdict"] == "stopped" and red["flips"] == 1, red["reason"]
     assert red["reason"] == (
         "forwarded refusal (on_refusal=stop): rank1 slot=1 pass=106 told=[5] reached=[]: "
@@ -228,13 +228,13 @@ def test_the_carrier_forgets_the_old_layout_at_the_cutover(engine):
 REFUSED = {
     "no flips": (
         ["pp=2", "engine/admission=forwarded", "engine.kv.host_tier=true",
-         "engine.admission.prefetch_floor=group_pp"],
-        "engine.admission.prefetch_floor=group_pp differs from group only in a flip's TP phase",
+         "engine.admission.prefetch.floor=group_pp"],
+        "engine.admission.prefetch.floor=group_pp differs from group only in a flip's TP phase",
     ),
     "no host tier": (
         ["pp=2", "engine/admission=forwarded", "flip=every_2s",
-         "engine.admission.prefetch_floor=group_pp"],
-        "engine.admission.prefetch_floor=group_pp needs engine.kv.host_tier=true",
+         "engine.admission.prefetch.floor=group_pp"],
+        "engine.admission.prefetch.floor=group_pp needs engine.kv.host_tier=true",
     ),
 }  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""The group's prefetch completion floor (sgl-project#1175/#1176), `engine.admission.prefetch_floor`.
+"""The group's prefetch completion floor (sgl-project#1175/#1176), `engine.admission.prefetch.floor`.
 
 Every rank's pool is 64 tokens and holds a host tier; two 24-token prefixes take turns, so each
 evicts the other to the host on every rank. Rank 0's load-back lands in 2 ms, rank 1's in
@@ -109,7 +109,7 @@ def test_a_follower_stamps_pending_then_matched_plus_loaded_then_a_contradiction
 
 # -- the engine: red / green ---------------------------------------------------------------
 def test_red_rank0_completion_stops_green_group_floor_defers_and_serves(engine):
-    red, _ = engine(*SIM, "engine.admission.prefetch_floor=rank0")
+    red, _ = engine(*SIM, "engine.admission.prefetch.floor=rank0")
     assert red["verdict"] == "stopped", red["reason"]
     assert red["reason"].startswith(RED_REASON) and "(local -1)" in red["reason"]
     assert red["prefetch_deferred"] == 0
@@ -127,7 +127,7 @@ def test_pp3_the_intermediate_follower_stamps_on_the_way_to_the_last_rank(engine
     # rank 1 (the intermediate hop) is the slow one: its row must ride the decision to rank 2,
     # which folds it into the lap's header
     pp3 = [*SIM, "pp=3", "engine.kv.prefetch_ms=[2,300,2]"]
-    red, _ = engine(*pp3, "engine.admission.prefetch_floor=rank0")
+    red, _ = engine(*pp3, "engine.admission.prefetch.floor=rank0")
     assert red["verdict"] == "stopped" and red["reason"].startswith(RED_REASON)
     green, _ = engine(*pp3)
     assert green["verdict"] == "served" and green["oracle_mismatches"] == 0
@@ -135,7 +135,7 @@ def test_pp3_the_intermediate_follower_stamps_on_the_way_to_the_last_rank(engine
 
 
 def test_when_the_bound_expires_rank0_clamps_instead_of_over_telling(engine):
-    s, _ = engine(*SIM, "engine.admission.prefetch_bound_ms=50")
+    s, _ = engine(*SIM, "engine.admission.prefetch.bound_ms=50")
     assert s["verdict"] == "served" and s["oracle_mismatches"] == 0
     assert s["prefetch_clamped"] > 0 and s["refusals"] == 0
 
@@ -143,7 +143,7 @@ def test_when_the_bound_expires_rank0_clamps_instead_of_over_telling(engine):
 def test_gloo_red_rank0_completion_stops_green_group_serves(ppx_run):
     # real processes, wall clock; the deadline: the run's own bound, then the subprocess's
     proc, red, _ = ppx_run(
-        *HOST, "engine.admission.prefetch_floor=rank0", "watch.max_run_s=90", timeout=150
+        *HOST, "engine.admission.prefetch.floor=rank0", "watch.max_run_s=90", timeout=150
     )
     assert red is not None, proc.stderr[-2000:]
     assert red["verdict"] == "stopped", red["reason"]
@@ -159,27 +159,27 @@ def test_gloo_red_rank0_completion_stops_green_group_serves(ppx_run):
 # -- validation ----------------------------------------------------------------------------
 REFUSED = {
     "value": (
-        ["engine.admission.prefetch_floor=all"],
-        "prefetch_floor='all': group | group_pp | rank0",
+        ["engine.admission.prefetch.floor=all"],
+        "prefetch.floor='all': group | group_pp | rank0",
     ),
     "pp=1": (
-        ["pp=1", "engine/admission=forwarded", "engine.admission.prefetch_floor=rank0"],
-        "engine.admission.prefetch_floor=rank0 means nothing at pp=1",
+        ["pp=1", "engine/admission=forwarded", "engine.admission.prefetch.floor=rank0"],
+        "engine.admission.prefetch.floor=rank0 means nothing at pp=1",
     ),
     "no host tier": (
-        ["pp=2", "engine/admission=forwarded", "engine.admission.prefetch_floor=rank0"],
-        "engine.admission.prefetch_floor=rank0 needs engine.kv.host_tier=true",
+        ["pp=2", "engine/admission=forwarded", "engine.admission.prefetch.floor=rank0"],
+        "engine.admission.prefetch.floor=rank0 needs engine.kv.host_tier=true",
     ),
     "decision": (
         [
             "pp=2",
             "engine/admission=decision",
             "engine.kv.host_tier=true",
-            "engine.admission.prefetch_floor=rank0",
+            "engine.admission.prefetch.floor=rank0",
         ],
         "engine/admission=decision retracts a pending prefetch",
     ),
-    "bound": (["engine.admission.prefetch_bound_ms=-1"], "prefetch_bound_ms=-1.0: >= 0"),
+    "bound": (["engine.admission.prefetch.bound_ms=-1"], "prefetch.bound_ms=-1.0: >= 0"),
 }
 
 

@@ -1,6 +1,6 @@
 """sgl-project#1175, a group floor that completed short of what rank 0 wants (a follower's load
 terminated with 16 of a 24-token prefix: `fold({1: (0, 16)})`): ppx clamps to 16 at once
-(`engine.admission.prefetch_short=clamp`), the fork defers by name until the length-priced
+(`engine.admission.prefetch.short=clamp`), the fork defers by name until the length-priced
 bound and clamps then (`defer`). The arithmetic on `decide` and on a carrier built the way
 rank 0 builds it, with its clock; the refusals.
 """
@@ -31,7 +31,7 @@ def test_defer_waits_the_bound_by_name_then_clamps_to_the_same_floor():
 def test_rank0s_carrier_counts_defers_until_the_bound_under_the_forks_design():
     for name, actions in (("clamp", ["clamp"]), ("defer", ["defer", "defer", "clamp"])):
         carrier = Carrier(0, 3, bound_s=1.0)
-        carrier.short_defers = design("engine.admission.prefetch_short", name).defers
+        carrier.short_defers = design("engine.admission.prefetch.short", name).defers
         seen = []
         for now in (0.0, 0.5, 1.0):
             carrier.absorb((7, *SHORT))  # every lap brings the same terminated numbers back
@@ -50,12 +50,12 @@ def test_defer_is_refused_where_no_group_floor_folds():
         [
             "pp=2",
             *HOST_PREFETCH,
-            "engine.admission.prefetch_floor=rank0",
-            "engine.admission.prefetch_short=defer",
+            "engine.admission.prefetch.floor=rank0",
+            "engine.admission.prefetch.short=defer",
         ],
-        "engine.admission.prefetch_short=defer needs a group floor",
+        "engine.admission.prefetch.short=defer needs a group floor",
     )
     assert_refused(
-        ["engine.admission.prefetch_short=defer"],
-        "engine.admission.prefetch_short=defer needs the group floor's carrier",
+        ["engine.admission.prefetch.short=defer"],
+        "engine.admission.prefetch.short=defer needs the group floor's carrier",
     )

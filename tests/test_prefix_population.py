@@ -110,7 +110,7 @@ POPULATION = [
     f"workload.path={os.path.join(ROOT, 'experiments', 'data', 'prefix_population_963.jsonl')}",
     "workload.concurrency=6",
     "engine.chunk_size=1024",
-    "engine.livelock_passes=32",
+    "engine.liveness.livelock_passes=32",
     "faults.drop_rank=1",
     "faults.drop_pass=2",
 ]

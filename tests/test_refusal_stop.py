@@ -68,7 +68,7 @@ HOP = [
     "workload.num_requests=10",
     "workload.concurrency=4",
     "workload.max_new=6",
-    "engine.livelock_passes=32",
+    "engine.liveness.livelock_passes=32",
 ]
 OLD_HANDLER = ["engine.admission.on_refusal=void", "engine.ordering.void_relay=downstream"]
 AHEAD = re.compile(

@@ -35,7 +35,7 @@ BASE = [
     f"engine.chunk_size={CHUNK}",
     "workload.num_requests=8",
     "workload.max_new=8",
-    "engine.livelock_passes=24",
+    "engine.liveness.livelock_passes=24",
 ]
 WATCHPOST = [*BASE, "engine/admission=forwarded", "engine.admission.on_refusal=stop"]
 VOID_ERA = [*BASE, "engine/admission=decision", "engine.admission.void=keep"]

@@ -78,13 +78,13 @@ def test_window_and_time_scale(tmp_path):
     assert [(r.t_s, r.input_len, bool(r.error)) for r in rows] == [(13.0, 417, False), (13.0, 0, True)]  # fmt: skip
     assert len(window(t, 0.0, 0.0, 2)) == 2  # num_requests caps the rows
     p = _mooncake(tmp_path / "m.jsonl", mooncake_rows(True))
-    over = ["workload=trace", f"workload.path={p}", "workload.token_scale=0.03125"]
-    wl = make_workload(compose(*over, "workload.time_scale=0.5"))
+    over = ["workload=trace", f"workload.path={p}", "workload.trace.token_scale=0.03125"]
+    wl = make_workload(compose(*over, "workload.trace.time_scale=0.5"))
     assert [round(wl.gap_after(i, None), 9) for i in range(4)] == [0.1, 0.1, 0.1, 0.0]
 
 
 def test_mooncake_equal_hash_ids_are_equal_blocks(tmp_path):
-    over = ["workload=trace", "workload.token_scale=0.03125"]  # a block is 16 tokens
+    over = ["workload=trace", "workload.trace.token_scale=0.03125"]  # a block is 16 tokens
     wl = make_workload(compose(*over, f"workload.path={_mooncake(tmp_path / 's', mooncake_rows(True))}"))  # fmt: skip
     a, b = wl.request(0).prompt, wl.request(1).prompt
     assert len(a) == 47 and a[:32] == b[:32] and a[32:] != b[32:]
@@ -95,16 +95,16 @@ def test_mooncake_equal_hash_ids_are_equal_blocks(tmp_path):
 def test_bad_trace_refused_before_spawn(tmp_path):
     assert_refused(["workload=trace", f"workload.path={tmp_path}/none"], "trace file is missing")
     p = _write(tmp_path / "h.csv", "time,tokens\n1,2\n")
-    assert_refused(["workload=trace", "workload.format=azure", f"workload.path={p}"], "expected the header")  # fmt: skip
+    assert_refused(["workload=trace", "workload.trace.format=azure", f"workload.path={p}"], "expected the header")  # fmt: skip
     p = _mooncake(tmp_path / "m.jsonl", mooncake_rows(True))
-    assert_refused(["workload=trace", f"workload.path={p}", "workload.window_start_s=9"], "no request in the window")  # fmt: skip
+    assert_refused(["workload=trace", f"workload.path={p}", "workload.trace.window_start_s=9"], "no request in the window")  # fmt: skip
 
 
 def _serve(run_dir, rows, *extra: str, transport: str = "sim", tail: str = "") -> dict:
     path = _mooncake(run_dir.parent / f"{run_dir.name}.jsonl", rows, tail)
     over = [
         "engine.transport=sim", "pp=3", "workload=trace", f"workload.path={path}",
-        "workload.token_scale=0.03125", "workload.time_scale=0.05", *extra,
+        "workload.trace.token_scale=0.03125", "workload.trace.time_scale=0.05", *extra,
     ]  # fmt: skip
     return run_inproc(str(run_dir), *(over if transport == "sim" else on_gloo(over)))
 
@@ -129,10 +129,10 @@ def test_trace_counts_reach_summary_json_and_wandb(tmp_path):
     from ppx.telemetry.wandb_sink import wandb_summary
 
     path = _write(tmp_path / "burst.csv", BURSTGPT)  # a failed row, a malformed row
-    over = ["workload=trace", "workload.format=burstgpt", f"workload.path={path}",
-            "workload.token_scale=0.03125"]  # fmt: skip
+    over = ["workload=trace", "workload.trace.format=burstgpt", f"workload.path={path}",
+            "workload.trace.token_scale=0.03125"]  # fmt: skip
     s = run_inproc(str(tmp_path / "run"), "engine.transport=sim", "pp=3", *over,
-                   "workload.time_scale=0.001")  # fmt: skip
+                   "workload.trace.time_scale=0.001")  # fmt: skip
     want = {"trace_rows": 3, "trace_window_rows": 3, "trace_malformed": 1, "trace_skipped": 1}
     assert (s["verdict"], s["served"], s["refused"]) == ("served", 2, 1)
     on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())

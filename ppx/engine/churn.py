@@ -1,10 +1,10 @@
 """Flip churn: the livelock bound on semantic progress across cutovers (issue 26).
 
-The void bound (`engine.livelock_passes`) counts voided passes; a run whose flips re-queue the
+The void bound (`engine.liveness.livelock_passes`) counts voided passes; a run whose flips re-queue the
 same residents forever voids nothing and would only end at `watch.max_run_s` as a `timeout`.
 Rank 0 counts, since the last token it committed, the cutovers that found work and the
-re-admissions of the residents they re-queued; `engine.livelock_flips` or
-`engine.livelock_readmits` of them (0 = no bound) end the run `livelocked`, naming the churn:
+re-admissions of the residents they re-queued; `engine.liveness.livelock_flips` or
+`engine.liveness.livelock_readmits` of them (0 = no bound) end the run `livelocked`, naming the churn:
 how many flips and re-admissions, since which pass, and which rids repeated with how far their
 prefill had got. Only rank 0 counts and decides (its committed tokens are the run's), like the
 void bound; ranks that left nothing behind (an idle engine flipping) count nothing.
@@ -34,7 +34,7 @@ class Retracted:
 class Churn:
     def __init__(self, ctx: RankContext, due: str, max_flips: int, max_readmits: int) -> None:
         self.ctx, self.due = ctx, due  # the flip.due design, named in the reason
-        # engine.livelock_flips / engine.livelock_readmits (0 = no bound)
+        # engine.liveness.livelock_flips / engine.liveness.livelock_readmits (0 = no bound)
         self.max_flips, self.max_readmits = max_flips, max_readmits
         self.readmits = 0  # the run's total (the summary's `readmits`)
         self.pending: dict[int, Retracted] = {}  # rid -> its retraction, until re-admitted
@@ -85,9 +85,9 @@ class Churn:
 
     def reason(self, over_flips: bool) -> str:
         bound = (
-            f"engine.livelock_flips={self.max_flips}"
+            f"engine.liveness.livelock_flips={self.max_flips}"
             if over_flips
-            else f"engine.livelock_readmits={self.max_readmits}"
+            else f"engine.liveness.livelock_readmits={self.max_readmits}"
         )
         rows = sorted(self.repeats.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
         repeating = [

@@ -16,7 +16,7 @@ arrivals it may wait for good. So the same check ends a run whose queue holds a 
 request behind a fresh one (`queue order: ...`, verdict `stopped`).
 
 Progress is tokens: rank 0 counts passes in which requests are outstanding and no token is
-committed; past `engine.stall_passes` the run ends `stalled` (bounded in passes, the same on
+committed; past `engine.liveness.stall_passes` the run ends `stalled` (bounded in passes, the same on
 gloo and on the simulator, never in scheduler steps). A livelock of voids ends first, by its
 own bound, with its own reason.
 """
@@ -99,7 +99,7 @@ class Conservation:
             held_at = {rid: self.seen[rid][0] for rid in rids[:4]}
             return (
                 f"{STALLED}{len(rids)} requests outstanding {rids[:8]}, no token committed "
-                f"for {idle} passes (engine.stall_passes={self.stall_passes}), ranks "
+                f"for {idle} passes (engine.liveness.stall_passes={self.stall_passes}), ranks "
                 f"still running passes (no cycle); held at {held_at}"
             )
         return None

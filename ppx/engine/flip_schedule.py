@@ -31,7 +31,10 @@ class FlipSchedule:
         self.deferred = 0
         # the livelock bound across cutovers (rank 0)
         self.churn = Churn(
-            ctx, self.when.name, int(engine.livelock_flips), int(engine.livelock_readmits)
+            ctx,
+            self.when.name,
+            int(engine.liveness.livelock_flips),
+            int(engine.liveness.livelock_readmits),
         )
 
     def due(self, pass_id: int, draining: bool) -> bool:

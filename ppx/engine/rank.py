@@ -103,7 +103,7 @@ class RankLoop:
         retracted = proto.of(ToldScope).retracted  # the retract chokepoint's listener
         per_slot = proto.of(Continuations).per_slot
         # conservation and progress (engine/conservation.py), kept across every plan
-        self.ledger = Conservation(ctx.rank, int(cfg.engine.stall_passes))
+        self.ledger = Conservation(ctx.rank, int(cfg.engine.liveness.stall_passes))
         moves = Moves(self.ledger, on_requeue=retracted, trace=tracer)
         self.planner = Planner(ctx, device, moves, a.shared_models, per_slot)
         self.planner.switch(proto.of(StartPhase).name if cfg.flip.enabled else "pp")

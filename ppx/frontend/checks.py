@@ -13,18 +13,19 @@ def check_knobs(w) -> None:
     rate = float(w.rate)
     if rate < 0 or math.isnan(rate):
         raise TextError(f"workload.rate={w.rate}: requests/s, 0 or inf for the closed loop")
-    if not float(w.burstiness) > 0:
-        raise TextError(f"workload.burstiness={w.burstiness} must be positive (1 = Poisson)")
-    if not 0 <= float(w.range_ratio) < 1:
-        raise TextError(f"workload.range_ratio={w.range_ratio} must be in [0, 1)")
+    b, t = w.bench, w.trace
+    if not float(b.burstiness) > 0:
+        raise TextError(f"workload.bench.burstiness={b.burstiness} must be positive (1 = Poisson)")
+    if not 0 <= float(b.range_ratio) < 1:
+        raise TextError(f"workload.bench.range_ratio={b.range_ratio} must be in [0, 1)")
     for key in ("input_len", "output_len", "max_concurrency", "prompts_per_group"):
-        if int(w[key]) < 0:
-            raise TextError(f"workload.{key}={w[key]} must be >= 0 (0 = unset)")
+        if int(b[key]) < 0:
+            raise TextError(f"workload.bench.{key}={b[key]} must be >= 0 (0 = unset)")
     for key in ("time_scale", "token_scale"):
-        if not float(w[key]) > 0:
-            raise TextError(f"workload.{key}={w[key]} must be positive")
-    if float(w.window_start_s) < 0 or float(w.window_s) < 0:
-        raise TextError("workload.window_start_s and workload.window_s must be >= 0")
+        if not float(t[key]) > 0:
+            raise TextError(f"workload.trace.{key}={t[key]} must be positive")
+    if float(t.window_start_s) < 0 or float(t.window_s) < 0:
+        raise TextError("workload.trace.window_start_s and workload.trace.window_s must be >= 0")
 
 
 def check_workload(cfg) -> None:

@@ -69,7 +69,7 @@ class Driver:
         w = workload.w
         # `max_concurrency` (vLLM's flag): caps requests in flight under any arrival process;
         # in the closed loop it is the loop's width, else `concurrency` is
-        cap = int(w.max_concurrency)
+        cap = int(w.bench.max_concurrency)
         deadline = t0 + float(w.duration_s) if workload.open_ended else None
         # read once: the workload's properties read the config, and the loop asks every step
         self.quota = Quota(

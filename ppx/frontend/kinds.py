@@ -20,7 +20,7 @@ def _jsonl(w, tok: Codec | None, max_context: int) -> list[Line]:
 
 
 def _sharegpt(w, tok: Codec | None, max_context: int) -> list[Line]:
-    return read_sharegpt(str(w.path), tok, int(w.output_len), max_context)[0]
+    return read_sharegpt(str(w.path), tok, int(w.bench.output_len), max_context)[0]
 
 
 @dataclass(frozen=True)

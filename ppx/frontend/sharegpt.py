@@ -3,7 +3,7 @@
 {"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}.
 
 As in both benchmarks, a conversation's first turn is the prompt and its second turn's token
-count the output length (unless `workload.output_len` fixes it); a conversation with fewer
+count the output length (unless `workload.bench.output_len` fixes it); a conversation with fewer
 than two turns is skipped, as they skip it. An entry ppx cannot serve is refused with its
 file, index and reason (the rest are served).
 """

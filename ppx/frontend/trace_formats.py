@@ -148,7 +148,7 @@ READERS = {"azure": read_azure, "burstgpt": read_burstgpt, "mooncake": read_moon
 
 def read_trace(fmt: str, path: str) -> Trace:
     if fmt not in READERS:
-        raise TraceError(f"workload.format={fmt!r}: one of {', '.join(READERS)}")
+        raise TraceError(f"workload.trace.format={fmt!r}: one of {', '.join(READERS)}")
     if not path or not os.path.exists(path):
         raise TraceError(f"{path}: trace file is missing (workload.path=FILE)")
     trace = READERS[fmt](path)

@@ -1,6 +1,6 @@
 """Trace replay: a public trace's rows as ppx requests, at the trace's own arrival times.
 
-`workload=trace workload.format=azure|burstgpt|mooncake workload.path=FILE`. The window
+`workload=trace workload.trace.format=azure|burstgpt|mooncake workload.path=FILE`. The window
 (`window_start_s` after the trace's first request, `window_s` long, at most `num_requests`)
 picks the rows; `time_scale` stretches the trace's clock (0.1: ten times faster) and
 `token_scale` shrinks its lengths to fit a small model. Prompts are seeded tokens of the
@@ -35,8 +35,9 @@ class TraceWorkload(Workload):
     def __init__(self, w, trace: Trace, vocab: int, seed: int, max_context: int) -> None:
         self.w, self.vocab, self.seed, self.max_context = w, vocab, seed, max_context
         self.trace = trace
-        self.rows = window(trace, float(w.window_start_s), float(w.window_s), int(w.num_requests))
-        self.scale = float(w.token_scale)
+        t = w.trace  # the window and the scales (TraceCfg)
+        self.rows = window(trace, float(t.window_start_s), float(t.window_s), int(w.num_requests))
+        self.scale = float(t.token_scale)
         self.block = max(1, round(MOONCAKE_BLOCK * self.scale))
 
     @property
@@ -51,7 +52,9 @@ class TraceWorkload(Workload):
         if rid + 1 >= len(self.rows):
             return 0.0
         # a trace out of time order replays its late row at once rather than in the past
-        return max(0.0, self.rows[rid + 1].t_s - self.rows[rid].t_s) * float(self.w.time_scale)
+        return max(0.0, self.rows[rid + 1].t_s - self.rows[rid].t_s) * float(
+            self.w.trace.time_scale
+        )
 
     def _block(self, h: int) -> list[int]:
         rng = random.Random(f"block/{self.seed}/{h}")
@@ -93,13 +96,13 @@ class TraceWorkload(Workload):
 def load(cfg) -> TraceWorkload:
     """The trace a (validated) config names, windowed; TraceError when nothing is left."""
     w = cfg.workload
-    trace = read_trace(str(w.format), str(w.path) if w.path else "")
+    trace = read_trace(str(w.trace.format), str(w.path) if w.path else "")
     wl = TraceWorkload(w, trace, int(cfg.model.vocab), int(cfg.seed), int(cfg.model.max_context))
     if not wl.rows:
         span = trace.rows[-1].t_s - trace.rows[0].t_s
         raise TraceError(
-            f"{trace.path}: no request in the window (window_start_s={w.window_start_s}, "
-            f"window_s={w.window_s}); the trace spans {span:.3f}s"
+            f"{trace.path}: no request in the window (workload.trace.window_start_s="
+            f"{w.trace.window_start_s}, workload.trace.window_s={w.trace.window_s}); the trace spans {span:.3f}s"
         )
     return wl
 

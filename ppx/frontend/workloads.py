@@ -46,17 +46,17 @@ class Workload:
             else []
         )
         self.prompt_range = (
-            length_range(int(w.input_len), float(w.range_ratio))
-            if int(w.input_len) > 0
+            length_range(int(w.bench.input_len), float(w.bench.range_ratio))
+            if int(w.bench.input_len) > 0
             else (int(w.prompt_min), int(w.prompt_max))
         )
-        out = int(w.output_len)
+        out = int(w.bench.output_len)
         self.output_range = (
-            length_range(out, float(w.range_ratio)) if out > 0 else (int(w.max_new),) * 2
+            length_range(out, float(w.bench.range_ratio)) if out > 0 else (int(w.max_new),) * 2
         )
 
     def _group(self, i: int) -> int:
-        per_group = int(self.w.prompts_per_group)
+        per_group = int(self.w.bench.prompts_per_group)
         # generated_shared_prefix: group-major (sglang's order before its shuffle); the
         # other generators cycle through their prefixes
         return i // per_group if per_group > 0 else i % len(self.prefixes)
@@ -94,7 +94,7 @@ class Workload:
 
     def gap_after(self, rid: int, rng: random.Random) -> float:
         """Seconds from request `rid`'s arrival to the next one's."""
-        return gap(rng, float(self.w.rate), float(self.w.burstiness))
+        return gap(rng, float(self.w.rate), float(self.w.bench.burstiness))
 
 
 class LinesWorkload(Workload):

@@ -14,7 +14,7 @@ nothing behind it is admitted (pp=3, chunk 32, 100-200-token prompts, a flip eve
 
 Whatever the design, a run that only churns ends `livelocked`, never `timeout`: rank 0 counts
 the cutovers and the re-admissions of the residents they re-queued since the last token it
-committed; `engine.livelock_flips` / `engine.livelock_readmits` of them (0 = no bound) end the
+committed; `engine.liveness.livelock_flips` / `engine.liveness.livelock_readmits` of them (0 = no bound) end the
 run naming the churn (ppx/engine/churn.py). Only rank 0 counts and decides, as with the void
 bound: the followers learn of it as the run's stop.
 """
@@ -37,8 +37,8 @@ AXIS = Axis(
     ),
     params=(
         Param("flip.drain_cap", "flip_drain_cap"),
-        Param("engine.livelock_flips", "livelock_flips"),
-        Param("engine.livelock_readmits", "livelock_readmits"),
+        Param("engine.liveness.livelock_flips", "livelock_flips"),
+        Param("engine.liveness.livelock_readmits", "livelock_readmits"),
     ),
 )
 
@@ -48,7 +48,7 @@ class FlipDue(Variant):
 
     @classmethod
     def refuse(cls, cfg: Any) -> str | None:
-        for key in ("engine.livelock_flips", "engine.livelock_readmits"):
+        for key in ("engine.liveness.livelock_flips", "engine.liveness.livelock_readmits"):
             value = int(select(cfg, key))
             if value < 0:
                 return f"{key}={value}: >= 0 (0 = no bound)"

@@ -75,7 +75,7 @@ class Admitted(LoadBack):
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
         self.extents: set[int] = set()  # rids some decision published an extent for
-        self.idle_passes, self.bound = 0, int(cfg.engine.livelock_passes)
+        self.idle_passes, self.bound = 0, int(cfg.engine.liveness.livelock_passes)
 
     @classmethod
     def refuse(cls, cfg: Any) -> str | None:
@@ -103,7 +103,7 @@ class Admitted(LoadBack):
 
     def starved(self, sched: SchedulerView) -> str | None:
         """When requests wait, nothing is in flight and no load is under way for
-        `engine.livelock_passes` passes in a row. Only this design can get here: at its own
+        `engine.liveness.livelock_passes` passes in a row. Only this design can get here: at its own
         match a deferral always has a load behind it, which lands."""
         host = sched.cache.host
         if (

@@ -23,7 +23,7 @@ AXIS = Axis(
         Counter("refusals"),
         Counter("stops", group=True),
     ),
-    params=(Param("engine.livelock_passes", "livelock_passes"),),
+    params=(Param("engine.liveness.livelock_passes", "livelock_passes"),),
 )
 
 

@@ -77,7 +77,7 @@ def decide(
     short_defers: bool = False,
 ) -> Verdict:
     """Rank 0's admission of one rid; `folded` is None until a lap brought its numbers.
-    `short_defers` (engine.admission.prefetch_short=defer): a COMPLETE floor below `want`
+    `short_defers` (engine.admission.prefetch.short=defer): a COMPLETE floor below `want`
     waits for the bound like a pending one."""
     if folded is None:  # nobody spoke yet: every follower is silent
         folded = (PENDING, 0, sum(1 << r for r in range(1, world)))
@@ -100,7 +100,7 @@ def decide(
 
 
 # the decision's fourth word: the rid rank 0 asks the followers about (#1175)
-FLOOR_QUERY = declare(Kind.DECISION, "floor_query", "engine.admission.prefetch_floor")
+FLOOR_QUERY = declare(Kind.DECISION, "floor_query", "engine.admission.prefetch.floor")
 
 
 def query_code(rid: int, owed: bool) -> int:
@@ -130,7 +130,7 @@ class Carrier:
     )
 
     owe: int = -1  # rank 0: the pass whose lap it will read blocking (nothing in flight)
-    short_defers: bool = False  # engine.admission.prefetch_short=defer (the fork's #1175)
+    short_defers: bool = False  # engine.admission.prefetch.short=defer (the fork's #1175)
 
     # -- rank 0 -----------------------------------------------------------------------------
     def query(self, pass_id: int) -> int:

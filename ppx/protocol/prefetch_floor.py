@@ -1,4 +1,4 @@
-"""`engine.admission.prefetch_floor`: whose prefetch completion rank 0 admits a prefix on
+"""`engine.admission.prefetch.floor`: whose prefetch completion rank 0 admits a prefix on
 (sgl-project#1175/#1176).
 
 - `group` (default, #1175): rank 0 names one deferred rid per pass on its decision (round
@@ -9,7 +9,7 @@
   blocking read of that lap). Rank 0 admits `want` only when the group floor covers it. A
   follower that is silent, or whose load-back is still running, contributes NO number
   (PENDING, never a zero): the rid is deferred by name while other work proceeds. When the
-  bound (`engine.admission.prefetch_bound_ms`, rank 0's clock) expires, rank 0 clamps to what
+  bound (`engine.admission.prefetch.bound_ms`, rank 0's clock) expires, rank 0 clamps to what
   the group certainly holds instead of over-telling. `want <= 0` admits unconditionally.
   In the TP phase (a flipping run) the same question rides the pass's broadcast: rank 0 names
   the rid in the header, every follower writes its row into one all-reduced tensor (the TP
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ppx.protocol.views import RankView, SchedulerView
 
 AXIS = Axis(
-    "engine.admission.prefetch_floor",
+    "engine.admission.prefetch.floor",
     "prefetch_floor",
     "whose prefetch completion rank 0 admits a prefix on",
     default="group",
@@ -54,7 +54,7 @@ AXIS = Axis(
         Counter("prefetch_clamped"),  # clamped to the floor (bound expired / floor short)
         Counter("prefetch_floor_admits"),  # admitted because the floor covered the want
     ),
-    params=(Param("engine.admission.prefetch_bound_ms", "prefetch_bound_ms"),),
+    params=(Param("engine.admission.prefetch.bound_ms", "prefetch_bound_ms"),),
 )
 
 
@@ -64,9 +64,9 @@ class PrefetchFloor(Variant):
 
     @classmethod
     def refuse(cls, cfg: Any) -> str | None:
-        bound = float(cfg.engine.admission.prefetch_bound_ms)
+        bound = float(cfg.engine.admission.prefetch.bound_ms)
         if bound < 0:
-            return f"engine.admission.prefetch_bound_ms={bound}: >= 0"
+            return f"engine.admission.prefetch.bound_ms={bound}: >= 0"
         return None
 
     def carrier(self, rank: int, world: int, executes: bool) -> Carrier | None:
@@ -87,7 +87,7 @@ class Group(PrefetchFloor):
         (elsewhere the default is inert: nothing is carried)."""
         if not (self.cfg.engine.kv.host_tier and executes and world > 1):
             return None
-        return Carrier(rank, world, float(self.cfg.engine.admission.prefetch_bound_ms) / 1e3)
+        return Carrier(rank, world, float(self.cfg.engine.admission.prefetch.bound_ms) / 1e3)
 
 
 class GroupPP(Group):

@@ -1,4 +1,4 @@
-"""`engine.admission.prefetch_short`: what rank 0 does with a group completion floor that came
+"""`engine.admission.prefetch.short`: what rank 0 does with a group completion floor that came
 back COMPLETE but short of what it wants (sgl-project#1175; a follower's load terminated with
 fewer tokens than rank 0 holds, e.g. matched 0 + loaded 16 of a 24-token prefix).
 
@@ -6,7 +6,7 @@ fewer tokens than rank 0 holds, e.g. matched 0 + loaded 16 of a 24-token prefix)
   follower computing the prefix for another request can raise it, so waiting buys at most the
   tail that later number would spare, and costs the bound every time.
 - `defer` (the fork's #1175): a short floor is deferred by name like a pending one, while other
-  work proceeds, and clamped when `engine.admission.prefetch_bound_ms` expires ("PP0 admits only
+  work proceeds, and clamped when `engine.admission.prefetch.bound_ms` expires ("PP0 admits only
   when the group floor covers what it wants ... When the bound expires, PP0 CLAMPS").
 """
 
@@ -18,7 +18,7 @@ from ppx.protocol.axis import Axis, Variant, select
 from ppx.protocol.policy import policy_of
 
 AXIS = Axis(
-    "engine.admission.prefetch_short",
+    "engine.admission.prefetch.short",
     "prefetch_short",
     "what rank 0 does with a group prefetch floor that completed short of what it wants",
     default="clamp",
@@ -45,9 +45,9 @@ class DeferToBound(PrefetchShort):
     @classmethod
     def refuse(cls, cfg: Any) -> str | None:
         # only the group floor folds followers' completions: elsewhere nothing is short
-        floor = select(cfg, "engine.admission.prefetch_floor")
+        floor = select(cfg, "engine.admission.prefetch.floor")
         if floor == "rank0":
-            return f"{cls.switch()} needs a group floor (engine.admission.prefetch_floor=rank0)"
+            return f"{cls.switch()} needs a group floor (engine.admission.prefetch.floor=rank0)"
         if int(cfg.pp) < 2 or not cfg.engine.kv.host_tier or not policy_of(cfg).executes:
             return (
                 f"{cls.switch()} needs the group floor's carrier: pp >= 2, "

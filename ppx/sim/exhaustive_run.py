@@ -36,7 +36,7 @@ def search(cfg, echo=print, log=None) -> Exploration:
     rows: list[dict] = []
     found: dict[str, tuple[int, list]] = {}  # failure key -> (first row, its choices)
     runs: dict[int, list] = {}  # failing row -> its choices
-    cap, batch, budget = int(x.schedules), int(x.batch), float(x.budget_s)
+    cap, batch, budget = int(x.schedules), int(x.fanout.batch), float(x.budget_s)
     # past the budget, the walk ends `unknown`, with the bound reached (states, depth)
     walker.deadline = t0 + budget if budget else None
     while not walker.exhausted and len(rows) < cap and not walker.out_of_time:

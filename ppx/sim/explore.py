@@ -7,8 +7,8 @@ and saved as `failures/<n>/schedule.txt` (with `original.txt`, as found), with t
 that replays it as a full run (run store, post-mortem, W&B):
 `python -m ppx.run ... explore.replay=PATH`.
 
-Schedules are sharded (shard.py): over `explore.workers` local processes (fanout.py), or one
-shard per launcher job (`explore.shard` of `explore.shards`, merged by fanout.MergeShards).
+Schedules are sharded (shard.py): over `explore.fanout.workers` local processes (fanout.py), or one
+shard per launcher job (`explore.fanout.shard` of `explore.fanout.shards`, merged by fanout.MergeShards).
 """
 
 from __future__ import annotations
@@ -36,16 +36,17 @@ def explore(
         with open(os.path.join(out_dir, "ranks.log"), "w") as log:
             ex = search(cfg, echo, log)
         return finish(ex, config_hash(cfg), out_dir, echo, overrides, config_name)
-    if int(x.shards) > 1:  # a launcher job: this process is one shard of the sweep
-        results = [_one(cfg, int(x.shard), int(x.shards), echo, out_dir)]
-    elif x.get("ray"):  # the shards as tasks on a Ray cluster (fanout_ray.py)
+    fan = x.fanout
+    if int(fan.shards) > 1:  # a launcher job: this process is one shard of the sweep
+        results = [_one(cfg, int(fan.shard), int(fan.shards), echo, out_dir)]
+    elif fan.get("ray"):  # the shards as tasks on a Ray cluster (fanout_ray.py)
         from ppx.sim.fanout_ray import run_ray
 
-        results = run_ray(cfg, max(1, int(x.workers)), str(x.ray))
-    elif int(x.workers) > 1:
+        results = run_ray(cfg, max(1, int(fan.workers)), str(fan.ray))
+    elif int(fan.workers) > 1:
         from ppx.sim.fanout import run_local
 
-        results = run_local(cfg, int(x.workers), out_dir)
+        results = run_local(cfg, int(fan.workers), out_dir)
     else:
         results = [_one(cfg, 0, 1, echo, out_dir)]
     ex = merge(results, time.time() - t0)

@@ -23,43 +23,48 @@ def check_explore(merged) -> None:
             "explore.reduce=sleep with sim.semantics=nccl: the NCCL plane's waits are not "
             "in the step footprints the reduction compares; set explore.reduce=none"
         )
+    dfs, fan = x.dfs, x.fanout
     if walks:
-        if x.bound < 0 or (x.bound == 0 and x.delays is None):
+        if dfs.bound < 0 or (dfs.bound == 0 and dfs.delays is None):
             raise ConfigError(
-                "explore.strategy=dfs needs a bound: explore.bound=N (steps) and/or "
-                "explore.delays=K"
+                "explore.strategy=dfs needs a bound: explore.dfs.bound=N (steps) and/or "
+                "explore.dfs.delays=K"
             )
-        if x.delays is not None and x.delays < 0:
-            raise ConfigError(f"explore.delays={x.delays}: a count of delays, >= 0")
-        if x.delays is not None and sleep:
+        if dfs.delays is not None and dfs.delays < 0:
+            raise ConfigError(f"explore.dfs.delays={dfs.delays}: a count of delays, >= 0")
+        if dfs.delays is not None and sleep:
             raise ConfigError(
-                "explore.delays with explore.reduce=sleep: a delay-bounded tree is not closed "
+                "explore.dfs.delays with explore.reduce=sleep: a delay-bounded tree is not closed "
                 "under reordering, so the reduction could lose schedules; set "
                 "explore.reduce=none"
             )
-    if kind.exhaustive and (x.workers > 1 or x.shards > 1):
+    if kind.exhaustive and (fan.workers > 1 or fan.shards > 1):
         raise ConfigError(
-            "explore.strategy=exhaustive: one walk on one process (explore.workers=1, "
-            "explore.shards=1)"
+            "explore.strategy=exhaustive: one walk on one process (explore.fanout.workers=1, "
+            "explore.fanout.shards=1)"
         )
-    if any(k.calibrates for k in registry.members_of(x)) and x.depth < 1:
-        raise ConfigError(f"explore.depth={x.depth}: pct needs a bug depth >= 1")
-    if x.workers < 1 or x.shards < 1 or not 0 <= x.shard < x.shards:
+    if any(k.calibrates for k in registry.members_of(x)) and x.pct.depth < 1:
+        raise ConfigError(f"explore.pct.depth={x.pct.depth}: pct needs a bug depth >= 1")
+    if fan.workers < 1 or fan.shards < 1 or not 0 <= fan.shard < fan.shards:
         raise ConfigError(
-            f"explore.workers={x.workers}, explore.shard={x.shard}, explore.shards="
-            f"{x.shards}: workers >= 1 and 0 <= shard < shards"
+            f"explore.fanout.workers={fan.workers}, explore.fanout.shard={fan.shard}, "
+            f"explore.fanout.shards={fan.shards}: workers >= 1 and 0 <= shard < shards"
         )
-    if x.workers > 1 and x.shards > 1:
+    if fan.workers > 1 and fan.shards > 1:
         raise ConfigError(
-            "explore.workers and explore.shards: a launcher job is one shard, on one process"
+            "explore.fanout.workers and explore.fanout.shards: a launcher job is one shard, "
+            "on one process"
         )
-    if x.scenarios < 0 or x.scenario_schedules < 1 or x.budget_s < 0 or x.shrink_s < 0:
+    if fan.batch < 1:  # the progress line's cadence (a modulus)
+        raise ConfigError(f"explore.fanout.batch={fan.batch}: schedules per progress line, >= 1")
+    shrink = x.shrink
+    if x.scenarios < 0 or x.scenario_schedules < 1 or x.budget_s < 0 or shrink.scenario_s < 0:
         raise ConfigError(
             f"explore.scenarios={x.scenarios}, explore.scenario_schedules="
-            f"{x.scenario_schedules}, explore.budget_s={x.budget_s}, explore.shrink_s="
-            f"{x.shrink_s}: scenarios >= 0, schedules per scenario >= 1, seconds >= 0"
+            f"{x.scenario_schedules}, explore.budget_s={x.budget_s}, explore.shrink.scenario_s="
+            f"{shrink.scenario_s}: scenarios >= 0, schedules per scenario >= 1, seconds >= 0"
         )
-    if x.scenarios > 0 and (x.workers > 1 or x.shards > 1):
-        raise ConfigError("explore.scenarios runs in one process: set explore.workers=1")
-    if x.shrink < 0:
-        raise ConfigError(f"explore.shrink={x.shrink}: runs per failure, >= 0 (0: off)")
+    if x.scenarios > 0 and (fan.workers > 1 or fan.shards > 1):
+        raise ConfigError("explore.scenarios runs in one process: set explore.fanout.workers=1")
+    if shrink.runs < 0:
+        raise ConfigError(f"explore.shrink.runs={shrink.runs}: runs per failure, >= 0 (0: off)")

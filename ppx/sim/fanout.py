@@ -1,10 +1,10 @@
 """Fan-out: the shards of one exploration on local processes, or as launcher jobs.
 
-`explore.workers=N`: N processes forked from this one (the imports, the composed config and
+`explore.fanout.workers=N`: N processes forked from this one (the imports, the composed config and
 nothing else are inherited: each builds its own runner), shard w in worker w; the results
 come back over a pipe and merge here. One torch thread per worker, as every rank runs.
 
-`python -m ppx.explore -m explore.shards=N explore.shard=0,...,N-1 hydra/launcher=...`: each
+`python -m ppx.explore -m explore.fanout.shards=N explore.fanout.shard=0,...,N-1 hydra/launcher=...`: each
 Hydra job is one shard and writes its directory; `MergeShards`, a Hydra callback the
 explorer's config installs, merges the jobs' directories into the sweep directory when the
 multirun ends (locally with submitit_local or joblib, on a cluster with submitit_slurm).
@@ -43,7 +43,7 @@ class MergeShards(Callback):
     """After a multirun of explorer shards: one exploration in the sweep directory."""
 
     def on_multirun_end(self, config, **kwargs) -> None:
-        if int(config.explore.shards) <= 1:
+        if int(config.explore.fanout.shards) <= 1:
             return  # a sweep of other keys: each job is a whole exploration
         from ppx.sim.merge import merge, read_shard
         from ppx.sim.report import finish, summary_dict, write_summary
@@ -57,7 +57,7 @@ class MergeShards(Callback):
             with open(path) as fh:
                 sums.append(json.load(fh))
             shards.append(read_shard(os.path.join(sweep, j), int(sums[-1]["shard"])))
-        got, want = sorted(s.shard for s in shards), list(range(int(config.explore.shards)))
+        got, want = sorted(s.shard for s in shards), list(range(int(config.explore.fanout.shards)))
         if got != want:
             print(f"ppx.explore: merge: shards {got} of {want} wrote a summary; not merged",
                   file=sys.stderr)  # fmt: skip
@@ -66,7 +66,7 @@ class MergeShards(Callback):
         wall = max(s["t_end"] for s in sums) - min(s["t_start"] for s in sums)
         ex = merge(shards, wall)
         first = sums[0]
-        overrides = [o for o in first["overrides"] if not o.startswith("explore.shard=")]
+        overrides = [o for o in first["overrides"] if not o.startswith("explore.fanout.shard=")]
         finish(ex, first["config_hash"], sweep, print, overrides, first["config_name"])
         s = summary_dict(ex, first["choices"], first["study"])
         write_summary(os.path.join(sweep, "summary.json"), s)

@@ -1,7 +1,7 @@
-"""Fan-out on a Ray cluster: an exploration's shards as Ray tasks (`explore.ray=ADDRESS`).
+"""Fan-out on a Ray cluster: an exploration's shards as Ray tasks (`explore.fanout.ray=ADDRESS`).
 
 Beside fanout.py's forked workers and the submitit launcher: the same shards (shard.py), the
-same merge, so `explore.workers=N` and `explore.ray=... explore.workers=N` give the same
+same merge, so `explore.fanout.workers=N` and `explore.fanout.ray=... explore.fanout.workers=N` give the same
 exploration. The cluster (ADDRESS `local`, `auto`, `HOST:PORT`, `ray://HOST:PORT`) is
 ppx/launch/ray_cluster.py's.
 """

@@ -22,11 +22,13 @@ def _random(x, k: int, seed: int, tasks: int, horizon: int) -> Strategy:
 
 
 def _pct(x, k: int, seed: int, tasks: int, horizon: int) -> Strategy:
-    return PctStrategy(seed, pct_depth(int(x.depth), bool(x.depth_cycle), k), tasks, horizon)
+    return PctStrategy(
+        seed, pct_depth(int(x.pct.depth), bool(x.pct.depth_cycle), k), tasks, horizon
+    )
 
 
 def _one_pct(x, tasks: int) -> Strategy:  # a single run has no calibration: a long horizon
-    return PctStrategy(int(x.seed), int(x.depth), tasks, int(x.horizon) or 20000)
+    return PctStrategy(int(x.seed), int(x.pct.depth), tasks, int(x.pct.horizon) or 20000)
 
 
 def _one_random(x, tasks: int) -> Strategy:

@@ -22,8 +22,8 @@ VERDICTS = (
 )
 
 
-# explore keys that shape a run (kept in a replay command); the rest choose the schedules
-RUN_KEYS = ("explore.clock=", "explore.step_us=", "explore.max_steps=")
+# the explore key that shapes a run (kept in a replay command); the rest choose the schedules
+RUN_KEYS = ("explore.clock=",)
 
 
 def replay_overrides(overrides: list[str]) -> list[str]:

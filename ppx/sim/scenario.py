@@ -12,12 +12,13 @@ Hypothesis's: every field shrinks toward the smaller or the off value (1 request
 no flip), so a failing scenario shrinks to the least that still fails.
 
 A scenario is a list of `key=value` overrides on top of the design's, so the replay of a saved
-failure is one `python -m ppx.run` command line.
+failure is one `python -m ppx.run` command line. It is held as one record per part (Load,
+Batching, Pressure, Faults, Flips), each writing its own overrides.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
@@ -38,7 +39,9 @@ PREFIX_LEN = (16, 0, 8, 24, 40)
 
 
 @dataclass(frozen=True)
-class Scenario:
+class Load:
+    """The workload (`workload.*`): a few short requests."""
+
     num_requests: int = 1
     num_prefixes: int = 1
     prefix_len: int = 16
@@ -46,36 +49,34 @@ class Scenario:
     prompt_max: int = 4
     max_new: int = 1
     concurrency: int = 1
+
+    def overrides(self) -> list[str]:
+        return [f"workload.{f.name}={getattr(self, f.name)}" for f in fields(self)]
+
+
+@dataclass(frozen=True)
+class Batching:
+    """The engine's pass shape (`engine.chunk_size`, `engine.max_batch`)."""
+
     chunk_size: int = 64
     max_batch: int = 16
+
+    def overrides(self) -> list[str]:
+        return [f"engine.chunk_size={self.chunk_size}", f"engine.max_batch={self.max_batch}"]
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """KV pool pressure and a slow host-tier load-back."""
+
     pool_all: int = 0  # > 0: every rank's pool (engine.kv.pool_tokens); 0: the design's
     pool_rank: int = -1  # -1: every rank the design's pool
     pool_tokens: int = 0
     host_rank: int = -1  # -1: no host tier; else the rank whose load-back is slow
     prefetch_ms: float = 0.0
-    retract_rid: int = -1
-    delay_kind: str | None = None
-    delay_rank: int = 0
-    delay_s: float = 0.0
-    flip_every: int = 0  # passes between flips; 0: no flip
-    max_flips: int = 0
-    inflight: str = "drain"
-    continuation: str = Retract.name  # flip.continuation: "survive" carries it across the cutover
-    due: str = Drained.name  # flip.due: "clock" starts a due flip with a prompt mid-prefill
 
     def overrides(self, pp: int) -> list[str]:
-        """The scenario as `key=value` overrides (what a replay command line carries)."""
-        o = [
-            f"workload.num_requests={self.num_requests}",
-            f"workload.num_prefixes={self.num_prefixes}",
-            f"workload.prefix_len={self.prefix_len}",
-            f"workload.prompt_min={self.prompt_min}",
-            f"workload.prompt_max={self.prompt_max}",
-            f"workload.max_new={self.max_new}",
-            f"workload.concurrency={self.concurrency}",
-            f"engine.chunk_size={self.chunk_size}",
-            f"engine.max_batch={self.max_batch}",
-        ]
+        o = []
         if self.pool_all > 0:
             o.append(f"engine.kv.pool_tokens={self.pool_all}")
         if self.pool_rank >= 0:
@@ -84,6 +85,20 @@ class Scenario:
             ms = [0.0] * pp
             ms[self.host_rank] = self.prefetch_ms
             o += ["engine.kv.host_tier=true", f"engine.kv.prefetch_ms=[{','.join(map(str, ms))}]"]
+        return o
+
+
+@dataclass(frozen=True)
+class Faults:
+    """A rank-local retraction and a delayed channel (`faults.*`)."""
+
+    retract_rid: int = -1
+    delay_kind: str | None = None
+    delay_rank: int = 0
+    delay_s: float = 0.0
+
+    def overrides(self) -> list[str]:
+        o = []
         if self.retract_rid >= 0:  # redelivered: the row probe's hedge meets the late hop
             o += [f"faults.retract_rid={self.retract_rid}", "faults.retract_redeliver=true"]
         if self.delay_kind is not None:
@@ -92,27 +107,62 @@ class Scenario:
                 f"faults.delay_rank={self.delay_rank}",
                 f"faults.delay_s={self.delay_s}",
             ]
-        if self.flip_every > 0:
-            o += [
-                "flip.enabled=true",
-                "flip.every_s=0.0",
-                f"flip.every_passes={self.flip_every}",
-                f"flip.max_flips={self.max_flips}",
-                f"flip.inflight={self.inflight}",
-            ]
-            if self.continuation != Retract.name:  # else the design's own (retract by default)
-                o.append(f"flip.continuation={self.continuation}")
-            if self.due != Drained.name:
-                o.append(f"flip.due={self.due}")
         return o
+
+
+@dataclass(frozen=True)
+class Flips:
+    """Flips by pass count (`flip.*`): how often, how many, what becomes of the slots."""
+
+    every: int = 0  # passes between flips; 0: no flip
+    max_flips: int = 0
+    inflight: str = "drain"
+    continuation: str = Retract.name  # flip.continuation: "survive" carries it across the cutover
+    due: str = Drained.name  # flip.due: "clock" starts a due flip with a prompt mid-prefill
+
+    def overrides(self) -> list[str]:
+        if self.every <= 0:
+            return []
+        o = [
+            "flip.enabled=true",
+            "flip.every_s=0.0",
+            f"flip.every_passes={self.every}",
+            f"flip.max_flips={self.max_flips}",
+            f"flip.inflight={self.inflight}",
+        ]
+        if self.continuation != Retract.name:  # else the design's own (retract by default)
+            o.append(f"flip.continuation={self.continuation}")
+        if self.due != Drained.name:
+            o.append(f"flip.due={self.due}")
+        return o
+
+
+@dataclass(frozen=True)
+class Scenario:
+    load: Load = Load()
+    batching: Batching = Batching()
+    pressure: Pressure = Pressure()
+    faults: Faults = Faults()
+    flips: Flips = Flips()
+
+    def overrides(self, pp: int) -> list[str]:
+        """The scenario as `key=value` overrides (what a replay command line carries)."""
+        return [
+            *self.load.overrides(),
+            *self.batching.overrides(),
+            *self.pressure.overrides(pp),
+            *self.faults.overrides(),
+            *self.flips.overrides(),
+        ]
 
     def size(self) -> tuple:
         """What a smaller failing scenario has less of: requests first, then what is on."""
-        on = sum(1 for f in fields(self) if getattr(self, f.name) != f.default)
-        return (self.num_requests, on, self.max_new, self.prefix_len)
+        parts = (getattr(self, f.name) for f in fields(self))
+        on = sum(1 for p in parts for f in fields(p) if getattr(p, f.name) != f.default)
+        return (self.load.num_requests, on, self.load.max_new, self.load.prefix_len)
 
     def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 def scenarios(base) -> st.SearchStrategy[Scenario]:
@@ -130,59 +180,60 @@ def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
     d = data.draw
     n = d(st.integers(1, 6), label="requests")
     lo = d(st.integers(1, 8))
-    kw: dict = {
-        "num_requests": n,
-        "num_prefixes": d(st.integers(1, 3)),
-        "prefix_len": d(st.sampled_from(PREFIX_LEN)),
-        "prompt_min": lo,
-        "prompt_max": lo + d(st.integers(0, 12)),
-        "max_new": d(st.integers(1, 6)),
-        "concurrency": d(st.integers(1, n)),
-        "chunk_size": d(st.sampled_from(CHUNKS)),
-        "max_batch": d(st.sampled_from(BATCH_SLOTS)),
-    }
+    load = Load(
+        num_requests=n,
+        num_prefixes=d(st.integers(1, 3)),
+        prefix_len=d(st.sampled_from(PREFIX_LEN)),
+        prompt_min=lo,
+        prompt_max=lo + d(st.integers(0, 12)),
+        max_new=d(st.integers(1, 6)),
+        concurrency=d(st.integers(1, n)),
+    )
+    batching = Batching(d(st.sampled_from(CHUNKS)), d(st.sampled_from(BATCH_SLOTS)))
+    pressure: dict = {}
     if d(st.booleans(), label="pool pressure on every rank"):
         # a request longer than the pool is refused at submission (the run still serves)
-        kw["pool_all"] = d(st.sampled_from(POOL_TOKENS))
+        pressure["pool_all"] = d(st.sampled_from(POOL_TOKENS))
     if d(st.booleans(), label="pool pressure"):
-        kw |= {
+        pressure |= {
             "pool_rank": d(st.integers(1, pp - 1)),
             "pool_tokens": d(st.sampled_from(POOL_TOKENS)),
         }
     if d(st.booleans(), label="host tier"):
-        kw |= {
+        pressure |= {
             "host_rank": d(st.integers(0, pp - 1)),
             "prefetch_ms": d(st.sampled_from(PREFETCH_MS)),
         }
-    flips = d(st.booleans(), label="flips")
-    if flips:
-        kw |= {
+    flips: dict = {}
+    if d(st.booleans(), label="flips"):
+        flips = {
             # a flip every pp + 1 passes at least: faster, with a slow load-back on rank 0, no
             # token is ever committed (found at every 2 and 3 passes at pp=3, 4 requests,
-            # prefetch 50 ms: `livelocked`, engine.livelock_flips; served from 4 on)
-            "flip_every": d(st.integers(pp + 1, 12)),
+            # prefetch 50 ms: `livelocked`, engine.liveness.livelock_flips; served from 4 on)
+            "every": d(st.integers(pp + 1, 12)),
             "max_flips": d(st.integers(0, 4)),
             "inflight": d(st.sampled_from(("drain", "void"))),
         }
         if survive and d(st.booleans(), label="continuation survives"):
             # flip.continuation=survive: a continuation carried un-retracted (carried_at_flip),
             # and in the one-slot TP plan the #959 guard's second_continuation_refusals
-            kw["continuation"] = Survive.name
+            flips["continuation"] = Survive.name
             # at flip.due=drained a flip waits for the prompt mid-prefill to finish, so there
             # is never a continuation to carry: the stopwatch starts it mid-prefill
             if d(st.booleans(), label="flip mid-prefill"):
-                kw["due"] = Clock.name
+                flips["due"] = Clock.name
+    faults: dict = {}
     # faults.retract_rid with flips: a TP-phase follower meets the retracted rid with no row
     # probe (rank1 `admit_entry`: "not in deque"), a limit of the fault, not of a design
     if decides and not flips and d(st.booleans(), label="retraction"):
-        kw["retract_rid"] = d(st.integers(0, n - 1))
+        faults["retract_rid"] = d(st.integers(0, n - 1))
     if d(st.booleans(), label="delay"):
-        kw |= {
+        faults |= {
             "delay_kind": d(st.sampled_from(DELAY_KINDS)),
             "delay_rank": d(st.integers(0, pp - 1)),
             "delay_s": d(st.sampled_from(DELAY_S)),
         }
-    return Scenario(**kw)
+    return Scenario(load, batching, Pressure(**pressure), Faults(**faults), Flips(**flips))
 
 
 def compose(base, scenario: Scenario):

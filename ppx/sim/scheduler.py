@@ -39,7 +39,7 @@ DONE = ("done",)  # a task ended (the frontend's shutdown condition reads it)
 @dataclass(frozen=True)
 class Clock:
     # `idle`: virtual time moves only when no task can run (a wait's timeout is the only way
-    # time passes); `step`: every step costs explore.step_us
+    # time passes); `step`: every step costs sim.step_us
     idle: bool
 
 

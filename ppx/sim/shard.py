@@ -56,11 +56,11 @@ class Plan:
         self.walker = None
         if any(k.walk for k in self.members):
             root = [t for t in range(self.tasks) if t % shards == shard] if shards > 1 else None
-            delays = None if x.delays is None else int(x.delays)
-            self.walker = DfsWalker(int(x.bound), reduction_of(x).sleep, delays, root)
+            delays = None if x.dfs.delays is None else int(x.dfs.delays)
+            self.walker = DfsWalker(int(x.dfs.bound), reduction_of(x).sleep, delays, root)
             for t in self.walker.probes(self.tasks):
                 runner.run(ProbeStrategy(self.walker, t))
-        self.horizon = int(x.horizon)
+        self.horizon = int(x.pct.horizon)
         if self.horizon <= 0 and any(k.calibrates for k in self.members):
             # PCT draws its change points over the run's length: calibrate it on one random
             # run (the same in every shard, so schedule i is the same whoever runs it)
@@ -106,7 +106,7 @@ def run_shard(cfg, shard: int, shards: int, echo=print, log=None) -> ShardResult
     runner = Runner(cfg, log)
     plan = Plan(cfg, shard, shards, runner)
     out = ShardResult(shard)
-    budget = int(x.shrink)
+    budget = int(x.shrink.runs)
     tag = f"worker {shard}/{shards}: " if shards > 1 else ""
     owned = len(range(shard, int(x.schedules), shards))
     counts: Counter[str] = Counter()
@@ -127,7 +127,7 @@ def run_shard(cfg, shard: int, shards: int, echo=print, log=None) -> ShardResult
             echo(f"ppx.explore: {tag}schedule {index} fails: {res.key}")
         counts[res.verdict] += 1
         k = len(out.rows)
-        if k % int(x.batch) == 0 or k == owned:
+        if k % int(x.fanout.batch) == 0 or k == owned:
             rate = k / max(time.time() - t0, 1e-9)
             echo(f"ppx.explore: {tag}{k}/{owned} schedules {dict(counts)} ({rate:.1f} schedules/s)")
     if plan.walker is not None:

@@ -132,8 +132,8 @@ class SimSupervisor:
         self.strategy = strategy or one_run_strategy(x, self.world + 1)
         self.sched = Scheduler(
             self.strategy,
-            float(x.step_us) * 1e-6,
-            int(x.max_steps),
+            float(cfg.sim.step_us) * 1e-6,
+            int(cfg.sim.max_steps),
             float(cfg.watch.max_run_s),
             str(x.get("clock", "step")),
             footprints=self.strategy.watches_steps,
@@ -143,7 +143,7 @@ class SimSupervisor:
 
     def _progress_watch(self) -> str | None:
         """Requests outstanding and no token committed for watch.progress_stall_s of virtual
-        time: `stalled` (rank 0's engine.stall_passes usually names it first, in passes)."""
+        time: `stalled` (rank 0's engine.liveness.stall_passes usually names it first, in passes)."""
         return self.progress.stalled(self.driver, self.sched.now, self._runnable)
 
     def _runnable(self) -> str:
@@ -279,7 +279,7 @@ class SimSupervisor:
             )
         if end in ("step_bound", "time_bound"):
             bound = (
-                f"explore.max_steps={s.max_steps}"
+                f"sim.max_steps={s.max_steps}"
                 if end == "step_bound"
                 else (f"watch.max_run_s={self.cfg.watch.max_run_s} (virtual)")
             )

@@ -154,7 +154,11 @@ def log_explore(cfg, out_dir: str, summary: dict, failures: list[dict]) -> str |
 
     run = None
     try:
-        config = {**summary.get("choices", {}), "explore": dict(cfg.explore)}
+        from omegaconf import OmegaConf
+
+        # its sections (pct, dfs, fanout, shrink) nested, as plain dicts W&B can hold
+        explore = OmegaConf.to_container(cfg.explore, resolve=True)
+        config = {**summary.get("choices", {}), "explore": explore}
         run = _init(cfg, out_dir, summary, config, "explore")
         counts = summary.get("verdicts") or {}
         run.summary.update(

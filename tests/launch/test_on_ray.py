@@ -1,6 +1,6 @@
 """Explorer shards and study cells on a local Ray cluster (one head whose two CPUs run two
 worker processes, started once for the file): the merged exploration equals the same seeds
-run with `explore.workers`, a study's table equals the one its local launcher gives."""
+run with `explore.fanout.workers`, a study's table equals the one its local launcher gives."""
 
 from __future__ import annotations
 
@@ -34,9 +34,11 @@ def _summary(ex) -> dict:
 def test_ray_cluster_gives_the_workers_summary(tmp_path, ray_head):
     import ray
 
-    on_ray = explore_in(tmp_path / "ray", *LAP, "explore.workers=2", f"explore.ray={ray_head}")
+    on_ray = explore_in(
+        tmp_path / "ray", *LAP, "explore.fanout.workers=2", f"explore.fanout.ray={ray_head}"
+    )
     assert ray.cluster_resources().get("CPU") == 2  # the head's two worker CPUs ran the shards
-    workers = explore_in(tmp_path / "workers", *LAP, "explore.workers=2")
+    workers = explore_in(tmp_path / "workers", *LAP, "explore.fanout.workers=2")
     pd.testing.assert_frame_equal(on_ray.table[SAME], workers.table[SAME])
     assert _summary(on_ray) == _summary(workers)
     assert {k: f.index for k, f in on_ray.failures.items()} == {
@@ -44,7 +46,7 @@ def test_ray_cluster_gives_the_workers_summary(tmp_path, ray_head):
     }
     # red arm: other seeds on the same cluster are another exploration, and the comparison
     # sees it
-    other = explore_in(tmp_path / "other", *LAP, "explore.workers=2", f"explore.ray={ray_head}",
+    other = explore_in(tmp_path / "other", *LAP, "explore.fanout.workers=2", f"explore.fanout.ray={ray_head}",
                        "explore.seed=100")  # fmt: skip
     assert not other.table[SAME].equals(workers.table[SAME])
 
@@ -132,7 +134,9 @@ def test_red_a_bad_ray_address_is_refused_in_one_line(tmp_path, capsys):
 
     from ppx.study.cli import main
 
-    assert_refused(["explore.ray=bogus"], "explore.ray='bogus': local | auto | HOST:PORT")
+    assert_refused(
+        ["explore.fanout.ray=bogus"], "explore.fanout.ray='bogus': local | auto | HOST:PORT"
+    )
     exps = tmp_path / "experiments"
     exps.mkdir()
     (exps / "mini.yaml").write_text(__import__("yaml").safe_dump(STUDY))

@@ -29,8 +29,8 @@ def test_explore_writes_table_summary_and_a_replayable_failure(tmp_path):
         "engine/ordering=decision_after_launch",
         "explore.strategy=pct",
         "explore.schedules=6",
-        "explore.batch=3",
-        "explore.workers=2",
+        "explore.fanout.batch=3",
+        "explore.fanout.workers=2",
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     for w in (0, 1):  # two worker processes, three schedules each, one table
@@ -94,15 +94,15 @@ def test_bad_explore_keys_are_refused_in_one_line_before_anything_runs():
     from ppx_helpers import assert_refused
 
     cases = [
-        (["explore.workers=0"], "explore.workers=0"),
-        (["explore.shards=2", "explore.shard=2"], "0 <= shard < shards"),
-        (["explore.shards=2", "explore.workers=2"], "a launcher job is one shard"),
+        (["explore.fanout.workers=0"], "explore.fanout.workers=0"),
+        (["explore.fanout.shards=2", "explore.fanout.shard=2"], "0 <= shard < shards"),
+        (["explore.fanout.shards=2", "explore.fanout.workers=2"], "a launcher job is one shard"),
         (["explore.strategy=portfolio", "explore.portfolio=[random,bogus]"], "explore.portfolio"),
         (["explore.reduce=bogus"], "explore.reduce='bogus'"),
         (["explore.clock=bogus"], "explore.clock='bogus'"),
-        (["explore.strategy=dfs", "explore.delays=1"], "explore.reduce=none"),
-        (["explore.strategy=dfs", "explore.delays=-1", "explore.reduce=none"], "delays=-1"),
-        (["explore.shrink=-1"], "explore.shrink=-1"),
+        (["explore.strategy=dfs", "explore.dfs.delays=1"], "explore.reduce=none"),
+        (["explore.strategy=dfs", "explore.dfs.delays=-1", "explore.reduce=none"], "delays=-1"),
+        (["explore.shrink.runs=-1"], "explore.shrink.runs=-1"),
     ]
     for overrides, words in cases:
         assert_refused(overrides, words)

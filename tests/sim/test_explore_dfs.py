@@ -12,7 +12,12 @@ from ppx.sim.runner import Runner
 
 # decision_first at pp=3 on the explorer's load (4 requests, 4 tokens each): the whole tree
 # of its first 12 steps, exhausted with and without the reduction
-FIRST = [*SMALL_DFS, "engine/ordering=decision_first", "explore.bound=12", "explore.shrink=0"]
+FIRST = [
+    *SMALL_DFS,
+    "engine/ordering=decision_first",
+    "explore.dfs.bound=12",
+    "explore.shrink.runs=0",
+]
 ALL = "explore.schedules=100000"  # dfs: until the tree is exhausted
 
 
@@ -30,7 +35,13 @@ def test_the_reduction_exhausts_decision_first_with_fewer_schedules_and_every_en
 
 
 def test_the_reduction_never_loses_a_wedge_plain_dfs_finds(tmp_path, monkeypatch):
-    lap = [*SMALL_DFS, "engine/ordering=blocking_lap", "explore.bound=12", "explore.shrink=0", ALL]
+    lap = [
+        *SMALL_DFS,
+        "engine/ordering=blocking_lap",
+        "explore.dfs.bound=12",
+        "explore.shrink.runs=0",
+        ALL,
+    ]
     plain = explore_in(tmp_path / "plain", *lap, "explore.reduce=none")
     sleep = explore_in(tmp_path / "sleep", *lap, "explore.reduce=sleep")
     assert set(plain.table["verdict"]) == {"wedged"} and len(outcomes(plain)) > 1
@@ -50,12 +61,14 @@ def test_the_delay_bound_limits_each_schedule_and_exhausts(tmp_path):
     base = [*SMALL_DFS, "engine/ordering=blocking_lap", "explore.reduce=none", ALL]
     runs = {}
     for k in (0, 1, 2):
-        ex = explore_in(tmp_path / f"d{k}", *base, f"explore.delays={k}", "explore.shrink=0")
+        ex = explore_in(
+            tmp_path / f"d{k}", *base, f"explore.dfs.delays={k}", "explore.shrink.runs=0"
+        )
         assert ex.exhausted
         runs[k] = ex.covered
     assert runs[0] == 1 < runs[1] < runs[2]  # delays=0: the lowest-runnable schedule alone
     # every schedule of the delays=1 tree spends at most one delay, and some spend one
-    cfg = explorer_cfg(*base, "explore.delays=1")
+    cfg = explorer_cfg(*base, "explore.dfs.delays=1")
     runner, w, spent = Runner(cfg), DfsWalker(0, False, 1), []
     while not w.exhausted:
         res = runner.run(w.strategy())
@@ -66,7 +79,7 @@ def test_the_delay_bound_limits_each_schedule_and_exhausts(tmp_path):
 
 def test_dfs_shards_walk_the_same_tree_as_one_worker(tmp_path):
     one = explore_in(tmp_path / "one", *FIRST, ALL)
-    two = explore_in(tmp_path / "two", *FIRST, ALL, "explore.workers=2")
+    two = explore_in(tmp_path / "two", *FIRST, ALL, "explore.fanout.workers=2")
     assert one.exhausted and two.exhausted
     assert two.covered == one.covered and outcomes(two) == outcomes(one)
     assert sorted(two.table["schedule"]) == list(range(len(two.table)))
@@ -82,7 +95,7 @@ def test_a_schedule_found_on_the_idle_clock_replays_with_its_printed_command(tmp
     from ppx.sim.report import replay_command
     from ppx.sim.runner import failure_key
 
-    lap = [*SMALL_DFS, "engine/ordering=blocking_lap", "explore.bound=6", ALL]
+    lap = [*SMALL_DFS, "engine/ordering=blocking_lap", "explore.dfs.bound=6", ALL]
     ex = explore_in(tmp_path / "ex", *lap)
     ((key, path),) = ex.paths.items()
     cmd = shlex.split(replay_command(lap, path, "explorer"))

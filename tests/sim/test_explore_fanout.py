@@ -24,7 +24,7 @@ SAME = ["schedule", "strategy", "verdict", "reason", "cycle", "tokens", "steps",
 def test_workers_run_the_same_schedules_as_one(tmp_path):
     for arm in (LAP, ["pp=3", "engine/admission=decision", "engine/ordering=decision_first"]):
         one = explore_in(tmp_path / "one", *arm, "explore.schedules=8")
-        two = explore_in(tmp_path / "two", *arm, "explore.schedules=8", "explore.workers=2")
+        two = explore_in(tmp_path / "two", *arm, "explore.schedules=8", "explore.fanout.workers=2")
         assert two.workers == 2 and list(two.table["schedule"]) == list(range(8))
         pd.testing.assert_frame_equal(two.table[SAME], one.table[SAME])
         assert {k: f.index for k, f in two.failures.items()} == {
@@ -48,7 +48,7 @@ def test_a_failure_found_by_several_shards_keeps_its_lowest_index():
 def test_pct_cycles_its_depth_per_schedule_and_calibrates_its_horizon():
     for cycle, want in (("true", [1, 2, 3, 1, 2, 3]), ("false", [3] * 6)):
         cfg = explorer_cfg(*LAP, "explore.strategy=pct", "explore.schedules=6",
-                           f"explore.depth_cycle={cycle}")  # fmt: skip
+                           f"explore.pct.depth_cycle={cycle}")  # fmt: skip
         plan = Plan(cfg, 0, 1, Runner(cfg))
         strategies = [s for _, _, s, _ in plan.schedules()]
         assert [len(s.change) + 1 for s in strategies] == want  # d - 1 change points
@@ -58,7 +58,7 @@ def test_pct_cycles_its_depth_per_schedule_and_calibrates_its_horizon():
 def test_a_portfolio_runs_its_members_side_by_side(tmp_path):
     ex = explore_in(
         tmp_path, *LAP, "explore.strategy=portfolio", "explore.portfolio=[random,pct,dfs]",
-        "explore.bound=6", "explore.reduce=none", "explore.schedules=9",
+        "explore.dfs.bound=6", "explore.reduce=none", "explore.schedules=9",
     )  # fmt: skip
     df = ex.table
     assert list(df["strategy"]) == ["random", "pct", "dfs"] * 3
@@ -79,7 +79,7 @@ def test_launcher_jobs_are_shards_that_merge_into_the_sweep_dir(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_cli(
         "-m", "hydra/launcher=submitit_local", f"hydra.sweep.dir={sweep}", *LAP,
-        "explore.schedules=6", "explore.shards=2", "explore.shard=0,1",
+        "explore.schedules=6", "explore.fanout.shards=2", "explore.fanout.shard=0,1",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "merged 2 shards" in proc.stdout

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import pandas as pd
 from explore_helpers import explorer_cfg, replay
 
 from ppx.sim.coverage import Coverage, counters_of
-from ppx.sim.scenario import Scenario, compose
+from ppx.sim.scenario import Batching, Faults, Flips, Load, Pressure, Scenario, compose
 from ppx.sim.scenarios import explore_scenarios
 from ppx.sim.schedule import config_hash
 
@@ -21,9 +22,10 @@ DECISION = [
     "engine/guard=rid",
 ]
 EVERYTHING = Scenario(
-    num_requests=3, prefix_len=24, chunk_size=8, max_batch=2, pool_rank=1, pool_tokens=64,
-    host_rank=1, prefetch_ms=50.0, delay_kind="output", delay_rank=2, delay_s=0.02,
-    flip_every=4, max_flips=2, inflight="void",
+    Load(num_requests=3, prefix_len=24), Batching(chunk_size=8, max_batch=2),
+    Pressure(pool_rank=1, pool_tokens=64, host_rank=1, prefetch_ms=50.0),
+    Faults(delay_kind="output", delay_rank=2, delay_s=0.02),
+    Flips(every=4, max_flips=2, inflight="void"),
 )  # fmt: skip
 
 
@@ -39,7 +41,7 @@ def test_a_scenario_composes_to_the_config_its_replay_command_composes():
     assert config_hash(mine) == config_hash(hydra)
     assert mine.flip.enabled and mine.engine.kv.prefetch_ms == [0.0, 50.0, 0.0]
     # red arm: a scenario that differs in one field is another config
-    other = Scenario(**(EVERYTHING.as_dict() | {"delay_s": 0.05}))
+    other = replace(EVERYTHING, faults=replace(EVERYTHING.faults, delay_s=0.05))
     assert config_hash(compose(base, other)) != config_hash(mine)
 
 
@@ -62,12 +64,16 @@ def test_counters_take_the_max_of_a_group_event_and_the_sum_of_a_ranks_own():
 
 def test_a_corrupted_token_is_found_and_shrinks_to_one_request_that_replays(tmp_path):
     over = [*DECISION, "faults=corrupt_token", "explore.scenarios=20"]
-    over += ["explore.scenario_schedules=1", "explore.shrink_s=20", "explore.shrink=20"]
+    over += [
+        "explore.scenario_schedules=1",
+        "explore.shrink.scenario_s=20",
+        "explore.shrink.runs=20",
+    ]
     s = _explore(tmp_path / "red", *over)
     f = s["found"]
     assert s["verdict"] == "mismatch" and f["key"].startswith("mismatch: oracle")
     # the corruption hits request 0's token at position 1: one request of two tokens is all
-    assert f["requests"][1] == 1 and f["scenario"]["max_new"] == 2
+    assert f["requests"][1] == 1 and f["scenario"]["load"]["max_new"] == 2
     assert f["replayed"]
     saved = json.load(open(os.path.join(tmp_path, "red", "failures", "0", "scenario.json")))
     assert saved["overrides"] == f["overrides"]
@@ -98,7 +104,7 @@ def test_bad_scenario_knobs_are_refused_in_one_line():
 
     assert_refused(["explore.scenarios=-1"], "explore.scenarios=-1")
     assert_refused(["explore.scenario_schedules=0"], "schedules per scenario >= 1")
-    assert_refused(["explore.scenarios=5", "explore.workers=2"], "runs in one process")
+    assert_refused(["explore.scenarios=5", "explore.fanout.workers=2"], "runs in one process")
 
 
 def test_a_surviving_continuation_is_drawn_only_where_the_design_leaves_it_open():
@@ -112,7 +118,7 @@ def test_a_surviving_continuation_is_drawn_only_where_the_design_leaves_it_open(
         @settings(max_examples=150, database=None, suppress_health_check=list(HealthCheck))
         @given(scenarios(explorer_cfg(*overrides)))
         def draw(sc: Scenario) -> None:
-            seen.add((sc.continuation, sc.due))
+            seen.add((sc.flips.continuation, sc.flips.due))
 
         draw()
         return seen
@@ -125,7 +131,7 @@ def test_a_surviving_continuation_is_drawn_only_where_the_design_leaves_it_open(
     # the design names the flip's continuation (or its start): the scenarios keep it
     fixed = ["flip.enabled=true", "flip.due=clock"]
     assert drawn(*DECISION, *fixed) == {("retract", "drained")}
-    sc = Scenario(flip_every=4, max_flips=1, continuation="survive", due="clock")
+    sc = Scenario(flips=Flips(every=4, max_flips=1, continuation="survive", due="clock"))
     cfg = compose(explorer_cfg(*DECISION), sc)
     assert (cfg.flip.continuation, cfg.flip.due) == ("survive", "clock")
 

@@ -67,7 +67,7 @@ def test_bounded_dfs_covers_the_tree_and_says_so(tmp_path):
         500,
         "engine/admission=decision",
         "engine/ordering=flush_before_decision",
-        "explore.bound=3",
+        "explore.dfs.bound=3",
     )
     assert ex.exhausted is True
     assert ex.covered == len(ex.table) > 1

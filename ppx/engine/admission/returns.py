@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class DecisionReturn(ReturnPath):
     def __init__(self, ctx: RankContext, parts: DecisionParts) -> None:
         self.ctx, self.parts = ctx, parts
-        self.livelock_passes = int(ctx.cfg.engine.livelock_passes)
+        self.livelock_passes = int(ctx.cfg.engine.liveness.livelock_passes)
         self.void_streak: list[tuple[int, ...]] = []
         self.void_slots: list[int] = []  # the slot of each voided pass in the streak (#798)
         self.laps = 0

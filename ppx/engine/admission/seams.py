@@ -35,7 +35,7 @@ class Seams:
 def make_seams(ctx: RankContext, proto: Protocol) -> Seams:
     design = proto.of(PolicyDesign)
     floor_design = proto.of(PrefetchFloor)
-    # engine.admission.prefetch_floor=group (#1175): the per-rid completion carrier, where a
+    # engine.admission.prefetch.floor=group (#1175): the per-rid completion carrier, where a
     # design executes forwarded rows (elsewhere None: nothing is carried)
     carrier = floor_design.carrier(ctx.rank, ctx.world, design.executes)
     if carrier is not None:  # a floor that completed short: clamp, or wait the bound

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from ppx.engine.transport.base import Transport
 
 
+# the simulator's clock, not its wire's rules: any simulated run may set them
+SIM_CLOCK_KEYS = ("step_us", "max_steps")
+
+
 def sim_changed(cfg, skip: tuple[str, ...] = ()) -> str | None:
     """The first `sim.*` key set away from its default (ppx.config.SimCfg), or None."""
     from dataclasses import asdict
@@ -113,7 +117,7 @@ class Sim(TransportSpec):
                 "sim.connect=lazy (eager communicators exist before any order matters)"
             )
         if not SEMANTICS.of(cfg).nccl:
-            k = sim_changed(cfg, skip=("semantics",))
+            k = sim_changed(cfg, skip=("semantics", *SIM_CLOCK_KEYS))
             if k:
                 raise ValueError(
                     f"sim.{k}={s[k]} is one of NCCL's rules: it means nothing under "
