@@ -31,7 +31,7 @@ import _zoo
 
 SCENARIO = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first",
             "workload.num_requests=3", "workload.max_new=2", "explore.clock=idle",
-            "explore.strategy=exhaustive", "explore.shrink.runs=0"]  # fmt: skip
+            "explore.strategy=exhaustive", "explore.shrinker.runs=0"]  # fmt: skip
 ONE_FLIP = ["flip=every_40_passes", "flip.every_passes=2", "flip.max_flips=1"]
 ARMS = {"canon": True, "insertion": False}  # the canonical forms on / off
 

@@ -73,7 +73,7 @@ def zoo(args) -> None:
     for incident, ov, want in cells:
         row = f"{incident[:37]:<38} {'|'.join(sorted(want)):<18}"
         for name, extra in STRATEGIES.items():
-            cfg = _common.compose(*ov, "model=hash", *extra, "explore.shrink.runs=0")
+            cfg = _common.compose(*ov, "model=hash", *extra, "explore.shrinker.runs=0")
             hit = _zoo.first_find(cfg, want, args.cap)
             found[name] += hit is not None
             row += f"{'-' if hit is None else f'{hit[0]} ({hit[1]:.2f})':>17}"
@@ -90,7 +90,7 @@ def dfs(args) -> None:
     for reduce in ("none", "sleep"):
         ov = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first",
               "explore.strategy=dfs", f"explore.dfs.bound={args.dfs_bound}", "explore.clock=idle",
-              f"explore.reduce={reduce}", "explore.schedules=1000000", "explore.shrink.runs=0"]  # fmt: skip
+              f"explore.reduce={reduce}", "explore.schedules=1000000", "explore.shrinker.runs=0"]  # fmt: skip
         t = time.perf_counter()
         ex = explore(_zoo.explorer_compose(*ov), tempfile.mkdtemp(), [], echo=lambda *_: None)
         d, df = ex.dfs, ex.table

@@ -103,7 +103,4 @@ def log_to_wandb(cfg, out_dir: str, s: dict, ex, overrides: list[str], config_na
 
 
 if __name__ == "__main__":
-    from ppx.config_moved import refuse_moved
-
-    refuse_moved(sys.argv[1:])  # an old key: one line, before Hydra composes
     main()

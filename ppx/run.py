@@ -178,7 +178,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    from ppx.config_moved import refuse_moved
-
-    refuse_moved(sys.argv[1:])  # an old key: one line, before Hydra composes
     main()

@@ -67,7 +67,7 @@ def scenario_arm(root: str, budget: float, shrink_s: float) -> dict:
     run_dir = os.path.join(root, "explore")
     cmd = [sys.executable, "-m", "ppx.explore", *DESIGN, "logger=none"]
     cmd += ["explore.scenarios=100000", f"explore.budget_s={budget}"]
-    cmd += [f"explore.shrink.scenario_s={shrink_s}", f"hydra.run.dir={run_dir}"]
+    cmd += [f"explore.shrinker.scenario_s={shrink_s}", f"hydra.run.dir={run_dir}"]
     # a run that neither ends nor trips a livelock bound would go on to 2,000,000 steps
     # (minutes of wall time each): 50,000 steps is ~25x the longest served scenario
     cmd += [f"sim.max_steps={MAX_STEPS}"]

@@ -57,14 +57,14 @@ def check_explore(merged) -> None:
         )
     if fan.batch < 1:  # the progress line's cadence (a modulus)
         raise ConfigError(f"explore.fanout.batch={fan.batch}: schedules per progress line, >= 1")
-    shrink = x.shrink
+    shrink = x.shrinker
     if x.scenarios < 0 or x.scenario_schedules < 1 or x.budget_s < 0 or shrink.scenario_s < 0:
         raise ConfigError(
             f"explore.scenarios={x.scenarios}, explore.scenario_schedules="
-            f"{x.scenario_schedules}, explore.budget_s={x.budget_s}, explore.shrink.scenario_s="
+            f"{x.scenario_schedules}, explore.budget_s={x.budget_s}, explore.shrinker.scenario_s="
             f"{shrink.scenario_s}: scenarios >= 0, schedules per scenario >= 1, seconds >= 0"
         )
     if x.scenarios > 0 and (fan.workers > 1 or fan.shards > 1):
         raise ConfigError("explore.scenarios runs in one process: set explore.fanout.workers=1")
     if shrink.runs < 0:
-        raise ConfigError(f"explore.shrink.runs={shrink.runs}: runs per failure, >= 0 (0: off)")
+        raise ConfigError(f"explore.shrinker.runs={shrink.runs}: runs per failure, >= 0 (0: off)")

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from ppx.sim.exhaustive_run import search
 
     bound = [f"workload.num_requests={args.requests}", f"workload.max_new={args.max_new}",
-             "explore.clock=idle", "explore.strategy=exhaustive", "explore.shrink.runs=0",
+             "explore.clock=idle", "explore.strategy=exhaustive", "explore.shrinker.runs=0",
              f"explore.schedules={args.cap}", f"explore.budget_s={args.budget_s}"]  # fmt: skip
     print(f"{'cell':<40} {'arm':<6} {'verdict':<9} {'states':>7} {'trans':>7} {'wall_s':>7} "
           f"{'states/s':>9} {'trace':>6} {'depth':>5}  failure")  # fmt: skip

@@ -8,7 +8,7 @@ failing schedule stops the search; Hypothesis then shrinks the scenario (a candi
 failing only with the same failure key), the schedule shrinker (shrink.py) shrinks the
 smallest scenario's schedule, and the pair is saved as `failures/0/scenario.json` (its
 overrides) and `schedule.txt`, replayed exactly once before it is saved, with the command
-that replays it as a full run. `explore.budget_s` bounds the search, `explore.shrink.scenario_s`
+that replays it as a full run. `explore.budget_s` bounds the search, `explore.shrinker.scenario_s`
 Hypothesis's shrink (0: unbounded).
 """
 
@@ -62,7 +62,7 @@ class ScenarioSearch:
         self.base, self.log, self.echo = base, log, echo
         self.per = int(x.scenario_schedules)
         self.seed0 = int(x.seed)
-        self.budget_s, self.shrink_s = float(x.budget_s), float(x.shrink.scenario_s)
+        self.budget_s, self.shrink_s = float(x.budget_s), float(x.shrinker.scenario_s)
         self.coverage = Coverage()
         self.rows: list[dict] = []
         self.first: Find | None = None
@@ -206,7 +206,7 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
     pp = int(base.pp)
     cfg = compose(base, best.scenario)
     runner = Runner(cfg, log)
-    sh = shrink(runner, best.result, int(base.explore.shrink.runs))
+    sh = shrink(runner, best.result, int(base.explore.shrinker.runs))
     again = runner.run(ReplayStrategy(sh.choices))
     replayed = again is not None and again.key == best.result.key
     d = os.path.join(out_dir, "failures", "0")

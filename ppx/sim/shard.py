@@ -106,7 +106,7 @@ def run_shard(cfg, shard: int, shards: int, echo=print, log=None) -> ShardResult
     runner = Runner(cfg, log)
     plan = Plan(cfg, shard, shards, runner)
     out = ShardResult(shard)
-    budget = int(x.shrink.runs)
+    budget = int(x.shrinker.runs)
     tag = f"worker {shard}/{shards}: " if shards > 1 else ""
     owned = len(range(shard, int(x.schedules), shards))
     counts: Counter[str] = Counter()

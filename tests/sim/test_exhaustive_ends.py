@@ -13,7 +13,7 @@ from explore_helpers import explore_in
 import ppx.sim.fingerprint as fingerprint
 import ppx.sim.fingerprint_forms as forms
 
-EXHAUSTIVE = ["explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrink.runs=0"]
+EXHAUSTIVE = ["explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrinker.runs=0"]
 DECISION = ["engine/admission=decision", "engine/ordering=decision_first"]
 CONFIGS = {
     # served in every schedule, on the idle clock

@@ -10,7 +10,7 @@ from ppx.sim import gallery
 
 SMALL = ["pp=2", "engine/admission=decision", "engine/ordering=decision_first",
          "workload.num_requests=2", "workload.max_new=1", "explore.clock=idle",
-         "explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrink.runs=0"]  # fmt: skip
+         "explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrinker.runs=0"]  # fmt: skip
 
 
 def test_the_gallery_refutes_the_red_and_verifies_the_green(capsys):

@@ -102,7 +102,7 @@ def test_bad_explore_keys_are_refused_in_one_line_before_anything_runs():
         (["explore.clock=bogus"], "explore.clock='bogus'"),
         (["explore.strategy=dfs", "explore.dfs.delays=1"], "explore.reduce=none"),
         (["explore.strategy=dfs", "explore.dfs.delays=-1", "explore.reduce=none"], "delays=-1"),
-        (["explore.shrink.runs=-1"], "explore.shrink.runs=-1"),
+        (["explore.shrinker.runs=-1"], "explore.shrinker.runs=-1"),
     ]
     for overrides, words in cases:
         assert_refused(overrides, words)

@@ -16,7 +16,7 @@ FIRST = [
     *SMALL_DFS,
     "engine/ordering=decision_first",
     "explore.dfs.bound=12",
-    "explore.shrink.runs=0",
+    "explore.shrinker.runs=0",
 ]
 ALL = "explore.schedules=100000"  # dfs: until the tree is exhausted
 
@@ -39,7 +39,7 @@ def test_the_reduction_never_loses_a_wedge_plain_dfs_finds(tmp_path, monkeypatch
         *SMALL_DFS,
         "engine/ordering=blocking_lap",
         "explore.dfs.bound=12",
-        "explore.shrink.runs=0",
+        "explore.shrinker.runs=0",
         ALL,
     ]
     plain = explore_in(tmp_path / "plain", *lap, "explore.reduce=none")
@@ -62,7 +62,7 @@ def test_the_delay_bound_limits_each_schedule_and_exhausts(tmp_path):
     runs = {}
     for k in (0, 1, 2):
         ex = explore_in(
-            tmp_path / f"d{k}", *base, f"explore.dfs.delays={k}", "explore.shrink.runs=0"
+            tmp_path / f"d{k}", *base, f"explore.dfs.delays={k}", "explore.shrinker.runs=0"
         )
         assert ex.exhausted
         runs[k] = ex.covered

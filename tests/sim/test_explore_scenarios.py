@@ -66,8 +66,8 @@ def test_a_corrupted_token_is_found_and_shrinks_to_one_request_that_replays(tmp_
     over = [*DECISION, "faults=corrupt_token", "explore.scenarios=20"]
     over += [
         "explore.scenario_schedules=1",
-        "explore.shrink.scenario_s=20",
-        "explore.shrink.runs=20",
+        "explore.shrinker.scenario_s=20",
+        "explore.shrinker.runs=20",
     ]
     s = _explore(tmp_path / "red", *over)
     f = s["found"]

@@ -69,7 +69,7 @@ def test_the_explorer_saves_every_failure_shrunk_beside_the_original(tmp_path):
     assert f.original != f.choices
     assert open(os.path.join(d, "original.txt")).read() != open(ex.paths[f.key]).read()
     # red: with shrinking off the saved schedule is the one found
-    off = explore_in(tmp_path / "off", *order, "explore.shrink.runs=0")
+    off = explore_in(tmp_path / "off", *order, "explore.shrinker.runs=0")
     (g,) = off.failures.values()
     d = os.path.dirname(off.paths[g.key])
     assert open(os.path.join(d, "original.txt")).read() == open(off.paths[g.key]).read()

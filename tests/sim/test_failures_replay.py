@@ -65,7 +65,7 @@ def test_one_planted_bug_is_one_failure_with_its_count_shrunk_no_longer_and_repl
 ):
     planted(DROP_VOIDED_SRC)
     overrides = [*VOIDS, "engine.transport=sim", "logger=none", "explore.schedules=12"]
-    overrides += ["explore.shrink.runs=20"]
+    overrides += ["explore.shrinker.runs=20"]
     cfg = explorer(*overrides)
     ex = explore(cfg, str(tmp_path), overrides, echo=lambda *_: None, config_name="explorer")
     assert list(ex.failures) == ["lost: lost: rid # left the pass in flight on slot # at pass # "
