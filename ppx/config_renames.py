@@ -15,7 +15,33 @@ import copy
 import sys
 from collections.abc import Iterable
 
-RENAMED: dict[str, str] = {}
+RENAMED: dict[str, str] = {
+    # issue 34's split of the schema's widest sections
+    **{f"workload.{k}": f"workload.bench.{k}" for k in (
+        "input_len", "output_len", "range_ratio", "burstiness", "max_concurrency",
+        "prompts_per_group",
+    )},
+    **{f"workload.{k}": f"workload.trace.{k}" for k in (
+        "format", "window_start_s", "window_s", "time_scale", "token_scale",
+    )},
+    **{f"engine.{k}": f"engine.liveness.{k}" for k in (
+        "livelock_passes", "stall_passes", "livelock_flips", "livelock_readmits",
+    )},
+    "engine.admission.prefetch_floor": "engine.admission.prefetch.floor",
+    "engine.admission.prefetch_bound_ms": "engine.admission.prefetch.bound_ms",
+    "engine.admission.prefetch_short": "engine.admission.prefetch.short",
+    **{f"explore.{k}": f"explore.pct.{k}" for k in ("depth", "depth_cycle", "horizon")},
+    **{f"explore.{k}": f"explore.dfs.{k}" for k in ("bound", "delays")},
+    **{f"explore.{k}": f"explore.fanout.{k}" for k in (
+        "workers", "ray", "shard", "shards", "batch",
+    )},
+    "explore.shrink": "explore.shrinker.runs",
+    "explore.shrink_s": "explore.shrinker.scenario_s",
+    "explore.step_us": "sim.step_us",
+    "explore.max_steps": "sim.max_steps",
+}  # fmt: skip
+# keys removed with nothing in their place (no run read them): a recorded config drops them
+DROPPED: tuple[str, ...] = ("explore.name",)
 
 
 def _split(override: str) -> tuple[str, str, str] | None:
@@ -48,17 +74,26 @@ def migrate_overrides(overrides: Iterable[str]) -> list[str]:
     return out
 
 
+def _parent(tree: dict, path: list[str]) -> dict | None:
+    """The dict at `path` in nested dicts, or None."""
+    node = tree
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
 def migrate_config(config: dict) -> dict:
-    """A copy of a resolved config (nested dicts) with every moved key at its new path."""
+    """A copy of a resolved config (nested dicts) with every moved key at its new path and
+    every dropped key gone."""
     out = copy.deepcopy(config)
+    for key in DROPPED:
+        *head, leaf = key.split(".")
+        if (parent := _parent(out, head)) is not None:
+            parent.pop(leaf, None)
     for old, new in RENAMED.items():
         *head, leaf = old.split(".")
-        parent = out
-        for part in head:
-            parent = parent.get(part) if isinstance(parent, dict) else None
-            if parent is None:
-                break
-        if not isinstance(parent, dict) or leaf not in parent:
+        parent = _parent(out, head)
+        if parent is None or leaf not in parent:
             continue
         value = parent.pop(leaf)
         *new_head, new_leaf = new.split(".")

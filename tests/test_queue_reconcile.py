@@ -32,7 +32,7 @@ BASE = [
     "engine.chunk_size=16",
     "workload.num_requests=8",
     "workload.max_new=8",
-    "engine.livelock_passes=24",
+    "engine.liveness.livelock_passes=24",
     "engine.admission.void=keep",
 ]
 QUEUE = "engine.admission.reconcile=queue"
