@@ -39,57 +39,74 @@ from ppx.engine.cache.radix import Node as RadixNode
 from ppx.engine.cache.radix import RadixTree
 from ppx.engine.channels import HEADER_LEN, Channels
 from ppx.engine.conservation import Conservation
+from ppx.engine.flip_schedule import FlipSchedule
 from ppx.engine.loop import PassState
 from ppx.engine.scheduler import Tally
 from ppx.engine.transport.sim import _Send
 from ppx.protocol.guard.unit import Rounds
+from ppx.protocol.prefetch_carrier import Carrier
 from ppx.sim.fingerprint import Fingerprint, UnknownState, _Hashing, _Pickler
 from ppx.sim.fingerprint_forms import Reader, _mark
 from ppx.telemetry.events import EventLog
 
-# class -> attributes that are counters (compared / added, handed back) or watchdog state
-COUNTERS: dict[type, frozenset[str]] = {
-    Message: frozenset({"pass_id", "seq"}),
-    PassState: frozenset({"pass_id"}),
-    SlotBatch: frozenset({"pass_id", "incarnation"}),
-    Channels: frozenset({"seq_out", "seq_in", "payload_seq"}),
-    Req: frozenset({"admit_seq"}),
-    RadixNode: frozenset({"stamp"}),
-    RadixTree: frozenset({"_clock"}),
-    Conservation: frozenset({"seen", "last_commit"}),
+# class -> {attribute: the counter family its numbers belong to}. A family's numbers move
+# together: one lap moves every pass id by the same amount (liveness.py checks it), every
+# number of one wire (its seq on both ends, its board counter) by the messages it carried
+PASS, SEQ, ADMIT, STAMP = "pass", "seq", "admit", "stamp"
+COUNTERS: dict[type, dict[str, str]] = {
+    Message: {"pass_id": PASS, "seq": SEQ},
+    PassState: {"pass_id": PASS},
+    SlotBatch: {"pass_id": PASS, "incarnation": ADMIT},
+    Req: {"admit_seq": ADMIT},
+    RadixNode: {"stamp": STAMP},
+    RadixTree: {"_clock": STAMP},
+    Carrier: {"owe": PASS},
 }
+# what only the watchdogs and the telemetry read: left out, not handed back
 WATCHDOG: dict[type, frozenset[str]] = {
     DecisionReturn: frozenset({"void_streak", "void_slots", "laps"}),
     DecisionParts: frozenset({"n"}),
     Follower: frozenset({"n"}),
+    Carrier: frozenset({"n"}),
     EventLog: frozenset({"counts"}),
     Tally: frozenset({"prefill", "cached"}),
     Rounds: frozenset({"folded"}),
 }
 # a frame's locals that hold a counter (a pass id or a seq being sent / waited for)
-LOCAL_COUNTERS = frozenset({"pass_id", "seq"})
+LOCAL_COUNTERS = {"pass_id": PASS, "seq": SEQ}
 # a header's columns (channels.encode_header): kind, slot, pass_id, epoch, seq, flags, ...
-HEADER_COUNTER_COLUMNS = (2, 4)
-# the board's per-rank fields that count or stamp (pass ids, passes, voids, clocks)
-BOARD_COUNTER_FIELDS = (
-    F.HEARTBEAT_NS, F.PASS, F.WORK_PASSES, F.VOIDS, F.RETRACTIONS, F.BLK_PASS, F.BLK_SEQ,
-    F.BLK_SINCE_NS, F.RING_HEAD, F.PREFILL_TOKENS,
-)  # fmt: skip
-BOARD_KEPT_FIELDS = [int(f) for f in F if f < F.NUM and f not in BOARD_COUNTER_FIELDS]
+HEADER_COUNTERS = ((2, PASS), (4, SEQ))
+# the board's per-rank fields that hold a counter; the rest of its fields are kept
+BOARD_COUNTERS = {F.PASS: PASS, F.BLK_PASS: PASS, F.BLK_SEQ: SEQ, F.HEARTBEAT_NS: "count",
+                  F.WORK_PASSES: "count", F.VOIDS: "count", F.RETRACTIONS: "count",
+                  F.BLK_SINCE_NS: "count", F.RING_HEAD: "count",
+                  F.PREFILL_TOKENS: "count"}  # fmt: skip
+BOARD_KEPT_FIELDS = [int(f) for f in F if f < F.NUM and f not in BOARD_COUNTERS]
+
+Counter = tuple[str, int]  # (family, value)
 
 
-def _ints(value, out: list[int]) -> None:
-    """A counter field's numbers, in a fixed order (dict items sorted by key)."""
+def wire(src: int, dst: int, kind: int) -> str:
+    """The family of one wire's numbers: its seq on both ends and its board counter."""
+    return f"wire {src}>{dst}:{kind}"
+
+
+def _ints(value, family: str, out: list[Counter]) -> object:
+    """A counter field's numbers into `out`, in a fixed order (a dict's by key); what the
+    digest writes in their place. A negative number is a sentinel (-1: none), kept."""
     if isinstance(value, bool | int | np.integer):
-        out.append(int(value))
-    elif isinstance(value, dict):
-        for k in sorted(value, key=repr):
-            _ints(value[k], out)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _ints(v, out)
-    elif type(value).__name__ == "count":  # itertools.count: its next value
-        out.append(int(repr(value)[6:-1]))
+        if value < 0:
+            return int(value)
+        out.append((family, int(value)))
+        return None
+    if isinstance(value, dict):
+        return [(k, _ints(value[k], family, out)) for k in sorted(value, key=repr)]
+    if isinstance(value, list | tuple):
+        return [_ints(v, family, out) for v in value]
+    if type(value).__name__ == "count":  # itertools.count: its next value
+        out.append((family, int(repr(value)[6:-1])))
+        return None
+    return value
 
 
 def _state(o) -> dict:
@@ -104,35 +121,67 @@ class AbstractReader(Reader):
 
     def __init__(self, opaque: set[int], dead: set[int], marks: dict[int, str]) -> None:
         super().__init__(opaque, dead, marks)
-        self.counters: list[int] = []
+        self.counters: list[Counter] = []
 
     def __call__(self, o):
         tp = type(o)
+        if id(o) in self.opaque:
+            return super().__call__(o)
         counters, watchdog = COUNTERS.get(tp), WATCHDOG.get(tp)
         if counters is not None or watchdog is not None:
-            if id(o) in self.opaque:
-                return super().__call__(o)
             state = _state(o)
-            for name in sorted(counters or ()):
-                _ints(state.pop(name, None), self.counters)
             for name in watchdog or ():
                 state.pop(name, None)
+            for name, family in sorted((counters or {}).items()):
+                state[name] = _ints(state.get(name), family, self.counters)
             return _mark, ("abs", tp.__module__, tp.__qualname__), state
         if tp is types.FrameType:
             code = o.f_code
             local = dict(o.f_locals)
-            for name in sorted(LOCAL_COUNTERS & local.keys()):
-                _ints(local.pop(name), self.counters)
+            for name, family in sorted(LOCAL_COUNTERS.items()):
+                if name in local:
+                    local[name] = _ints(local[name], family, self.counters)
             return _mark, ("fr", code.co_filename, code.co_qualname, o.f_lasti), local
         if tp is _Send and _is_header(o.tensor):
             row = o.tensor.tolist()
-            for col in HEADER_COUNTER_COLUMNS:
-                self.counters.append(row[col])
-                row[col] = None
+            for col, family in HEADER_COUNTERS:
+                row[col] = _ints(row[col], family, self.counters)
             return _mark, ("hdr",), (row, o.taken)
+        if tp is Channels:
+            return _mark, ("abs", "Channels"), self._channels(o)
+        if tp is Conservation:
+            # where each request is held; the pass it was last seen at is only the text of a
+            # `lost` stop, and `last_commit` only the stall bound's base (a watchdog)
+            seen = {rid: where for rid, (where, _) in o.seen.items()}
+            return _mark, ("abs", "Conservation"), (o.rank, o.stall_passes, seen, o.fresh)
+        if tp is FlipSchedule:
+            return _mark, ("abs", "FlipSchedule"), self._flips(o)
         if isinstance(o, Board):
             return _mark, ("board",), _board_state(o, self.counters)
         return super().__call__(o)
+
+    def _channels(self, o: Channels) -> dict:
+        """A rank's wire ends: each seq in the family of its wire."""
+        state = _state(o)
+        me = o.rank
+        for name, wire_of in (
+            ("seq_out", lambda dst, kind: wire(me, dst, kind)),
+            ("payload_seq", lambda dst, kind: wire(me, dst, kind)),
+            ("seq_in", lambda src, kind: wire(src, me, kind)),
+        ):
+            d = state.pop(name)
+            state[name] = [(k, _ints(d[k], wire_of(*k), self.counters)) for k in sorted(d)]
+        return state
+
+    def _flips(self, o: FlipSchedule) -> dict:
+        """The pass of the last cutover is read against the pass id only by a flip every
+        `every_passes` (a pass id then: a lap that does not flip moves it apart from the
+        others, and the pump refuses the lap); otherwise nothing reads it."""
+        state = _state(o)
+        last = state.pop("last_cutover_pass")
+        if o.enabled and o.every_passes:
+            state["last_cutover_pass"] = _ints(last, PASS, self.counters)
+        return state
 
 
 def _is_header(t) -> bool:
@@ -144,22 +193,26 @@ def _is_header(t) -> bool:
     )
 
 
-def _board_state(board: Board, counters: list[int]) -> tuple:
-    """The board's kept fields per rank, and the messages in flight per (src, dst, kind):
-    what the readiness contract reads of the wire counters (sent by src, consumed by dst)."""
+def _board_state(board: Board, counters: list[Counter]) -> tuple:
+    """The board's kept fields per rank, its counter fields handed back, and the messages in
+    flight per (src, dst, kind): what the readiness contract reads of the wire counters
+    (sent by src, consumed by dst)."""
     world = board.arr.shape[0]
     kept = board.arr[:, BOARD_KEPT_FIELDS].tobytes()
-    counters.extend(int(v) for v in board.arr[:, list(BOARD_COUNTER_FIELDS)].ravel())
+    for r in range(world):
+        for field, family in BOARD_COUNTERS.items():
+            _ints(int(board.arr[r, field]), family, counters)
     sent = np.stack([board.sent(r)[:world] for r in range(world)])  # [src, dst, kind]
     consumed = np.stack([board.consumed(r)[:world] for r in range(world)])  # [dst, src, kind]
-    counters.extend(int(v) for v in sent.ravel())
+    for (src, dst, kind), n in np.ndenumerate(sent):
+        _ints(int(n), wire(src, dst, kind), counters)
     return kept, (sent - consumed.transpose(1, 0, 2)).reshape(world * world, NUM_KINDS).tobytes()
 
 
 class Abstraction(Fingerprint):
     """`of(sched)`: the abstract digest of the run's state and its counter vector."""
 
-    def of(self, sched) -> tuple[bytes, tuple[int, ...]]:  # type: ignore[override]
+    def of(self, sched) -> tuple[bytes, tuple[Counter, ...]]:  # type: ignore[override]
         roots, dead = self.roots(sched)
         reader = AbstractReader(self.opaque, dead, {id(sched.strategy): "strategy"})
         out = _Hashing()

@@ -40,6 +40,7 @@ def describe(sched) -> dict:
         loop = loops.get(t.tid)
         if loop is not None:
             s = loop.ctx.sched
+            row["num_slots"] = loop.num_slots
             row["rids"] = {str(rid): where for rid, where in sorted(s.places().items())}
             row["slots"] = {
                 str(i): [e.rid for e in b.entries] for i, b in enumerate(s.inflight) if b

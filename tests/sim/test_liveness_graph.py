@@ -4,7 +4,7 @@ lasso's trace and lap, progress edges and weak fairness. No engine runs here."""
 from __future__ import annotations
 
 from ppx.sim.exhaustive import END
-from ppx.sim.liveness import _fair, fair_cycles, strongly_connected
+from ppx.sim.liveness import _fair, fair_cycles, lap_shift, strongly_connected
 
 # task 0 and task 1 both runnable: mask 0b11; only task 0: 0b01
 BOTH, ZERO = 0b11, 0b01
@@ -72,3 +72,36 @@ def test_weak_fairness_rejects_a_lap_that_starves_a_runnable_task():
     g = graph_of([("s", 0, BOTH, "s")])  # a self-loop of task 0 while task 1 waits to run
     [lasso] = fair_cycles(g, b"s", identity(g), dict.fromkeys(identity(g), 0))
     assert not lasso.fair
+
+
+def laps_of(*rows: list[tuple[str, int]]) -> list[tuple]:
+    return [tuple(r) for r in rows]
+
+
+def test_a_lap_that_shifts_every_counter_alike_repeats():
+    laps = laps_of([("pass", 4), ("pass", 6), ("stamp", 1), ("stamp", 9), ("wire 0>1:0", 2)],
+                   [("pass", 7), ("pass", 9), ("stamp", 1), ("stamp", 12), ("wire 0>1:0", 3)],
+                   [("pass", 10), ("pass", 12), ("stamp", 1), ("stamp", 15), ("wire 0>1:0", 4)])  # fmt: skip
+    shift, why = lap_shift(laps, {3})
+    assert why is None and shift == {"pass": [3], "stamp": [0, 3], "wire 0>1:0": [1]}
+
+
+def test_red_arms_of_the_lap_shift():
+    # a counter that speeds up: the lap is not one shift
+    _, why = lap_shift(laps_of([("seq", 1)], [("seq", 2)], [("seq", 4)]), set())
+    assert why and "same amount" in why
+    # pass ids moving apart (a flip counted from a pass that stays put): its timer runs down
+    _, why = lap_shift(laps_of([("pass", 5), ("pass", 0)], [("pass", 8), ("pass", 0)],
+                               [("pass", 11), ("pass", 0)]), {3})  # fmt: skip
+    assert why and "moved apart" in why
+    # two passes a lap over three slots: the next lap runs in other slots
+    _, why = lap_shift(laps_of([("pass", 4)], [("pass", 6)], [("pass", 8)]), {3})
+    assert why and "slot" in why
+    # an untouched LRU stamp below one that grows stays below; one above is overtaken
+    fine = laps_of([("stamp", 1), ("stamp", 9)], [("stamp", 1), ("stamp", 12)],
+                   [("stamp", 1), ("stamp", 15)])  # fmt: skip
+    assert lap_shift(fine, set())[1] is None
+    crossing = laps_of([("stamp", 20), ("stamp", 9)], [("stamp", 20), ("stamp", 12)],
+                       [("stamp", 20), ("stamp", 15)])  # fmt: skip
+    _, why = lap_shift(crossing, set())
+    assert why and "cross" in why
