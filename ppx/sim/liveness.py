@@ -158,22 +158,61 @@ def _unwind(back: dict, s) -> list[tuple[int, int]]:
 
 
 def _round(still: dict, a: bytes, comp: set[bytes]) -> list[tuple[int, int]]:
-    """The shortest way from abstract state `a` back to itself inside its component."""
+    """A way from abstract state `a` back to itself inside its component, weakly fair where
+    the component allows it: for each task that can run somewhere in it, one of its steps
+    inside it, or a visit to a state where it cannot run (else the shortest way round)."""
+    inside = [(b, tid, mask, c) for b in sorted(comp) for tid, (mask, c) in
+              sorted(still.get(b, {}).items()) if c in comp]  # fmt: skip
+    shortest = _path(inside, a, a, lap=True)
+    if _fair(shortest):
+        return shortest
+    runnable = {b: mask for b, _, mask, _ in inside}  # a state's runnable tasks
+    tasks = sorted({t for m in runnable.values() for t in range(m.bit_length()) if m >> t & 1})
+    stops: list[tuple] = []  # ("step", edge) or ("at", state), visited in this order
+    for t in tasks:
+        step = next((e for e in inside if e[1] == t), None)
+        idle = next((b for b, m in runnable.items() if not m >> t & 1), None)
+        if step is not None:
+            stops.append(("step", step))
+        elif idle is not None:
+            stops.append(("at", idle))
+        else:  # runnable everywhere in the component and never run in it: no fair lap
+            return shortest
+    lap, here = [], a
+    for kind, what in stops:
+        if kind == "step":
+            b, tid, mask, c = what
+            lap += _path(inside, here, b) + [(tid, mask)]
+            here = c
+        else:
+            lap += _path(inside, here, what)
+            here = what
+    lap += _path(inside, here, a)
+    return lap or shortest
+
+
+def _path(inside: list, x: bytes, y: bytes, lap: bool = False) -> list[tuple[int, int]]:
+    """The shortest steps from x to y over the component's edges (`lap`: at least one)."""
+    if x == y and not lap:
+        return []
+    out: dict[bytes, list[tuple]] = {}
+    for b, tid, mask, c in inside:
+        out.setdefault(b, []).append((tid, mask, c))
     back: dict = {}
-    todo = deque([a])
+    todo = deque([x])
     while todo:
         b = todo.popleft()
-        for tid, (mask, c) in sorted(still.get(b, {}).items()):
-            if c not in comp or c in back:
+        for tid, mask, c in out.get(b, ()):
+            if c in back:
                 continue
             back[c] = (b, tid, mask)
-            if c == a:
-                steps, x = [], a
+            if c == y:
+                steps, z = [], y
                 while True:
-                    y, t, m = back[x]
+                    p, t, m = back[z]
                     steps.append((t, m))
-                    x = y
-                    if x == a:
+                    z = p
+                    if z == x:
                         return steps[::-1]
             todo.append(c)
     return []

@@ -45,6 +45,8 @@ from ppx.engine.scheduler import Tally
 from ppx.engine.transport.sim import _Send
 from ppx.protocol.guard.unit import Rounds
 from ppx.protocol.prefetch_carrier import Carrier
+from ppx.protocol.reconcile import Reconcile
+from ppx.protocol.void import Keep
 from ppx.sim.fingerprint import Fingerprint, UnknownState, _Hashing, _Pickler
 from ppx.sim.fingerprint_forms import Reader, _mark
 from ppx.telemetry.events import EventLog
@@ -71,6 +73,8 @@ WATCHDOG: dict[type, frozenset[str]] = {
     EventLog: frozenset({"counts"}),
     Tally: frozenset({"prefill", "cached"}),
     Rounds: frozenset({"folded"}),
+    Keep: frozenset({"kept"}),
+    Reconcile: frozenset({"misses", "slot_answers", "running_answers"}),
 }
 # a frame's locals that hold a counter (a pass id or a seq being sent / waited for)
 LOCAL_COUNTERS = {"pass_id": PASS, "seq": SEQ}
@@ -109,6 +113,20 @@ def _ints(value, family: str, out: list[Counter]) -> object:
     return value
 
 
+_TABLES: dict[type, tuple[dict[str, str] | None, frozenset[str] | None]] = {}
+
+
+def _tables(tp: type) -> tuple[dict[str, str] | None, frozenset[str] | None]:
+    """A type's counter and watchdog fields, its bases' included (a subclass of a class
+    with counters -- a fault's channels -- has them too)."""
+    got = _TABLES.get(tp)
+    if got is None:
+        counters = {k: v for c in reversed(tp.__mro__) for k, v in COUNTERS.get(c, {}).items()}
+        watchdog = frozenset(k for c in tp.__mro__ for k in WATCHDOG.get(c, ()))
+        got = _TABLES[tp] = (counters or None, watchdog or None)
+    return got
+
+
 def _state(o) -> dict:
     if hasattr(o, "__dict__"):
         return dict(vars(o))
@@ -127,7 +145,7 @@ class AbstractReader(Reader):
         tp = type(o)
         if id(o) in self.opaque:
             return super().__call__(o)
-        counters, watchdog = COUNTERS.get(tp), WATCHDOG.get(tp)
+        counters, watchdog = _tables(tp)
         if counters is not None or watchdog is not None:
             state = _state(o)
             for name in watchdog or ():
@@ -147,14 +165,14 @@ class AbstractReader(Reader):
             for col, family in HEADER_COUNTERS:
                 row[col] = _ints(row[col], family, self.counters)
             return _mark, ("hdr",), (row, o.taken)
-        if tp is Channels:
+        if isinstance(o, Channels):  # FaultyChannels too
             return _mark, ("abs", "Channels"), self._channels(o)
-        if tp is Conservation:
+        if isinstance(o, Conservation):
             # where each request is held; the pass it was last seen at is only the text of a
             # `lost` stop, and `last_commit` only the stall bound's base (a watchdog)
             seen = {rid: where for rid, (where, _) in o.seen.items()}
             return _mark, ("abs", "Conservation"), (o.rank, o.stall_passes, seen, o.fresh)
-        if tp is FlipSchedule:
+        if isinstance(o, FlipSchedule):
             return _mark, ("abs", "FlipSchedule"), self._flips(o)
         if isinstance(o, Board):
             return _mark, ("board",), _board_state(o, self.counters)

@@ -105,3 +105,12 @@ def test_red_arms_of_the_lap_shift():
                        [("stamp", 20), ("stamp", 15)])  # fmt: skip
     _, why = lap_shift(crossing, set())
     assert why and "cross" in why
+
+
+def test_a_fair_lap_is_built_when_the_shortest_round_starves_a_task():
+    # t -0-> t is the shortest round, and task 1, runnable at t, never runs in it; the
+    # component also holds t -1-> u -0-> t: the lap takes task 1's step
+    g = graph_of([("s", 0, ZERO, "t"), ("t", 0, BOTH, "t"), ("t", 1, BOTH, "u"),
+                  ("u", 0, ZERO, "t")])  # fmt: skip
+    [lasso] = fair_cycles(g, b"s", identity(g), dict.fromkeys(identity(g), 0))
+    assert lasso.fair and 1 in [t for t, _ in lasso.lap]
