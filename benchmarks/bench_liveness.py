@@ -21,10 +21,9 @@ import time
 
 import _method
 import _zoo
+from bench_exhaustive import SCENARIO
+from bench_exhaustive import search as search_scenario
 
-SCENARIO = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first",
-            "workload.num_requests=3", "workload.max_new=2", "explore.clock=idle",
-            "explore.strategy=exhaustive", "explore.shrink=0", "explore.schedules=1000000"]  # fmt: skip
 BOUND = ["workload.num_requests=2", "workload.max_new=1", "explore.clock=idle",
          "explore.strategy=exhaustive", "explore.shrink=0", "explore.schedules=20000"]  # fmt: skip
 
@@ -32,12 +31,9 @@ BOUND = ["workload.num_requests=2", "workload.max_new=1", "explore.clock=idle",
 def search(cfg) -> dict:
     from ppx.sim.explore import explore
 
-    t, cpu = time.perf_counter(), time.process_time()
-    ex = explore(cfg, tempfile.mkdtemp(prefix="ppx-live-"), [], echo=lambda *_: None)
-    d = dict(ex.dfs)
-    d["wall_s"], d["cpu_s"] = round(time.perf_counter() - t, 2), round(time.process_time() - cpu, 2)
-    d["per_cpu_s"] = round(d["states"] / d["cpu_s"], 1)
-    return d
+    t = time.perf_counter()
+    d = dict(explore(cfg, tempfile.mkdtemp(prefix="ppx-live-"), [], echo=lambda *_: None).dfs)
+    return d | {"wall_s": round(time.perf_counter() - t, 2)}
 
 
 def cost(args) -> None:
@@ -46,9 +42,8 @@ def cost(args) -> None:
 
     def arm(name: str):
         def go() -> float:
-            d = search(
-                _zoo.explorer_compose(*SCENARIO, f"explore.liveness={str(name == 'on').lower()}")
-            )
+            on = str(name == "on").lower()
+            d = search_scenario("explore.schedules=1000000", f"explore.liveness={on}")
             runs[name].append(d)
             print(f"   {name:<4} {d['verdict']} states {d['states']} transitions "
                   f"{d['transitions']} cycles {len(d['livelock'])} wall {d['wall_s']} s cpu "

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from ppx.sim.dfs import DfsStrategy, DfsWalker
 from ppx.sim.fingerprint import Fingerprint
-from ppx.sim.liveness import progress_of
+from ppx.sim.liveness import progress_of, unwind
 from ppx.sim.liveness_forms import Abstraction
 
 END = "end"  # a graph edge's target that is a run's end: (END, row index)
@@ -129,19 +129,10 @@ class ExhaustiveWalker(DfsWalker):
                 back[nxt] = (s, tid, mask)
                 if isinstance(nxt, tuple) and nxt[0] == END:
                     if want(rows[nxt[1]]):
-                        return _unwind(back, nxt)
+                        return unwind(back, nxt)
                     continue
                 todo.append(nxt)
         return None
-
-
-def _unwind(back: dict, target) -> list[tuple[int, int]]:
-    steps = []
-    while back[target] is not None:
-        s, tid, mask = back[target]
-        steps.append((tid, mask))
-        target = s
-    return steps[::-1]
 
 
 def choice_points(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:

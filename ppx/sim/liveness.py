@@ -133,7 +133,7 @@ def fair_cycles(
         for a in comps[i]:
             member.pop(a, None)
         lap = _round(still, abstract[s], set(comps[i]))
-        out.append(Lasso(_unwind(back, s), lap, len(comps[i]), _fair(lap)))
+        out.append(Lasso(unwind(back, s), lap, len(comps[i]), _fair(lap)))
     return out
 
 
@@ -149,7 +149,9 @@ def _bfs(graph: dict, start: bytes) -> dict:
     return back
 
 
-def _unwind(back: dict, s) -> list[tuple[int, int]]:
+def unwind(back: dict, s) -> list[tuple[int, int]]:
+    """The steps from a breadth-first search's start to `s`, from its back pointers
+    (state -> (previous state, task, runnable mask)), as (task, runnable mask)."""
     steps = []
     while back[s] is not None:
         s, tid, mask = back[s]
