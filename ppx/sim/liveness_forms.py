@@ -43,6 +43,7 @@ from ppx.engine.flip_schedule import FlipSchedule
 from ppx.engine.loop import PassState
 from ppx.engine.scheduler import Tally
 from ppx.engine.transport.sim import _Send
+from ppx.protocol.guard.guard import Guard
 from ppx.protocol.guard.unit import Rounds
 from ppx.protocol.prefetch_carrier import Carrier
 from ppx.protocol.reconcile import Reconcile
@@ -75,6 +76,7 @@ WATCHDOG: dict[type, frozenset[str]] = {
     Rounds: frozenset({"folded"}),
     Keep: frozenset({"kept"}),
     Reconcile: frozenset({"misses", "slot_answers", "running_answers"}),
+    Guard: frozenset({"n"}),  # GuardCounts: the guard's summary counters
 }
 # a frame's locals that hold a counter (a pass id or a seq being sent / waited for)
 LOCAL_COUNTERS = {"pass_id": PASS, "seq": SEQ}
