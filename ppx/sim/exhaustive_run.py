@@ -107,6 +107,8 @@ def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces:
             "abstract_states": lasso.states,
             "fair": lasso.fair,
             "pumped": f"{got.verdict}: {got.reason}",
+            "laps": got.laps,
+            "left": got.left,
         }
         if got.confirmed:
             reason = (

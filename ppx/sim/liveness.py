@@ -7,9 +7,10 @@ committed and requests gone so far), and per step the edge to the next state. He
 1. `fair_cycles`: the abstract graph over the steps that make no progress; every strongly
    connected component with an edge (Tarjan) is a cycle of abstract states in which no token
    is committed and no request leaves. For each, a lasso: the shortest trace (breadth-first
-   over the recorded graph) to a state of the component, then the shortest way round it.
-   Weak fairness: a task runnable in every state of the lap takes a step in it (else the
-   cycle is the scheduler starving a task, not the engine's livelock).
+   over the recorded graph) to a state of the component, then a way round it: the shortest,
+   or where that starves a task, one built through a step of every task that can run in
+   the component (`_round`). Weak fairness: a task runnable in every state of the lap takes
+   a step in it (else the cycle is the scheduler starving a task, not the engine's livelock).
 2. `pump`: the lasso replayed -- the trace, then the lap again and again until the run
    ends by itself (where the engine has a pass-count bound, `livelocked` by it) -- with the
    abstract digest, the counters and the progress read at every lap boundary. Confirmed
@@ -20,6 +21,8 @@ committed and requests gone so far), and per step the edge to the next state. He
    each wire, the admission counts and the LRU stamps, no two numbers ever crossing (their
    order and equalities, all the engine reads of them, hold on every later lap too).
    The pumped run's choices are the failure's schedule (replayable as every failure is).
+   Where the run leaves the lasso (its lap's task cannot run: the engine's bound stopping a
+   rank mid-lap does that), the lowest runnable task goes on, and `Pumped.left` says where.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class Pumped:
     reason: str = ""
     choices: list[tuple[int, int]] = field(default_factory=list)
     laps: int = 0  # lap boundaries read
+    left: str = ""  # where the run left the lasso (the lap's task could not run), if it did
     shift: dict[str, list[int]] = field(default_factory=dict)  # family -> its moves per lap
     cycle: list[dict] = field(default_factory=list)  # the lap's states, post-mortem terms
 
@@ -272,7 +276,7 @@ def pump(runner, lasso: Lasso, abstraction: Abstraction, describe) -> Pumped:
     """Replay the lasso and check it is a livelock (the module docstring)."""
     s = PumpStrategy(lasso, abstraction, describe)
     res = runner.run(s)
-    got = Pumped(False, "", cycle=s.cycle, laps=len(s.marks))
+    got = Pumped(False, "", cycle=s.cycle, laps=len(s.marks), left=s.off or "")
     if res is not None:
         got.verdict, got.reason, got.choices = res.verdict, res.row["reason"], res.choices
     marks = s.marks

@@ -26,6 +26,8 @@ vectors one lap apart differ only by that lap's shift (docs/simulation.md, Liven
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -145,43 +147,50 @@ class AbstractReader(Reader):
 
     def __call__(self, o):
         tp = type(o)
-        if id(o) in self.opaque:
+        how = _DISPATCH.get(tp, _UNSEEN)
+        if how is _UNSEEN:
+            how = _DISPATCH[tp] = _dispatch_of(tp)
+        if how is None or id(o) in self.opaque:
             return super().__call__(o)
-        counters, watchdog = _tables(tp)
-        if counters is not None or watchdog is not None:
-            state = _state(o)
-            for name in watchdog or ():
-                state.pop(name, None)
-            for name, family in sorted((counters or {}).items()):
-                state[name] = _ints(state.get(name), family, self.counters)
-            return _mark, ("abs", tp.__module__, tp.__qualname__), state
-        if tp is types.FrameType:
-            code = o.f_code
-            local = dict(o.f_locals)
-            for name, family in sorted(LOCAL_COUNTERS.items()):
-                if name in local:
-                    local[name] = _ints(local[name], family, self.counters)
-            return _mark, ("fr", code.co_filename, code.co_qualname, o.f_lasti), local
-        if tp is _Send and _is_header(o.tensor):
-            row = o.tensor.tolist()
-            for col, family in HEADER_COUNTERS:
-                row[col] = _ints(row[col], family, self.counters)
-            return _mark, ("hdr",), (row, o.taken)
-        if isinstance(o, Channels):  # FaultyChannels too
-            return _mark, ("abs", "Channels"), self._channels(o)
-        if isinstance(o, Conservation):
-            # where each request is held; the pass it was last seen at is only the text of a
-            # `lost` stop, and `last_commit` only the stall bound's base (a watchdog)
-            seen = {rid: where for rid, (where, _) in o.seen.items()}
-            return _mark, ("abs", "Conservation"), (o.rank, o.stall_passes, seen, o.fresh)
-        if isinstance(o, FlipSchedule):
-            return _mark, ("abs", "FlipSchedule"), self._flips(o)
-        if isinstance(o, Board):
-            return _mark, ("board",), _board_state(o, self.counters)
-        return super().__call__(o)
+        return how(self, o)
 
-    def _channels(self, o: Channels) -> dict:
-        """A rank's wire ends: each seq in the family of its wire."""
+    def _fields(self, o):
+        tp = type(o)
+        counters, watchdog = _tables(tp)
+        state = _state(o)
+        for name in watchdog or ():
+            state.pop(name, None)
+        for name, family in sorted((counters or {}).items()):
+            state[name] = _ints(state.get(name), family, self.counters)
+        return _mark, ("abs", tp.__module__, tp.__qualname__), state
+
+    def _frame(self, o):
+        code = o.f_code
+        local = dict(o.f_locals)
+        for name, family in sorted(LOCAL_COUNTERS.items()):
+            if name in local:
+                local[name] = _ints(local[name], family, self.counters)
+        return _mark, ("fr", code.co_filename, code.co_qualname, o.f_lasti), local
+
+    def _send(self, o: _Send):
+        if not _is_header(o.tensor):  # a payload: written as the fingerprint writes it
+            return Reader.__call__(self, o)
+        row = o.tensor.tolist()
+        for col, family in HEADER_COUNTERS:
+            row[col] = _ints(row[col], family, self.counters)
+        return _mark, ("hdr",), (row, o.taken)
+
+    def _conservation(self, o: Conservation):
+        # where each request is held; the pass it was last seen at is only the text of a
+        # `lost` stop, and `last_commit` only the stall bound's base (a watchdog)
+        seen = {rid: where for rid, (where, _) in o.seen.items()}
+        return _mark, ("abs", "Conservation"), (o.rank, o.stall_passes, seen, o.fresh)
+
+    def _board(self, o: Board):
+        return _mark, ("board",), _board_state(o, self.counters)
+
+    def _channels(self, o: Channels):
+        """A rank's wire ends (FaultyChannels too): each seq in the family of its wire."""
         state = _state(o)
         me = o.rank
         for name, wire_of in (
@@ -191,9 +200,9 @@ class AbstractReader(Reader):
         ):
             d = state.pop(name)
             state[name] = [(k, _ints(d[k], wire_of(*k), self.counters)) for k in sorted(d)]
-        return state
+        return _mark, ("abs", "Channels"), state
 
-    def _flips(self, o: FlipSchedule) -> dict:
+    def _flips(self, o: FlipSchedule):
         """The pass of the last cutover is read against the pass id only by a flip every
         `every_passes` (a pass id then: a lap that does not flip moves it apart from the
         others, and the pump refuses the lap); otherwise nothing reads it."""
@@ -201,7 +210,30 @@ class AbstractReader(Reader):
         last = state.pop("last_cutover_pass")
         if o.enabled and o.every_passes:
             state["last_cutover_pass"] = _ints(last, PASS, self.counters)
-        return state
+        return _mark, ("abs", "FlipSchedule"), state
+
+
+_UNSEEN: Any = object()
+_DISPATCH: dict[type, Callable | None] = {}  # type -> its AbstractReader method (None: Reader's)
+
+
+def _dispatch_of(tp: type) -> Callable | None:
+    """Which reader a type takes in the abstract digest, found once per type."""
+    if any(_tables(tp)):
+        return AbstractReader._fields
+    if tp is types.FrameType:
+        return AbstractReader._frame
+    if tp is _Send:
+        return AbstractReader._send
+    for base, how in (
+        (Channels, AbstractReader._channels),  # FaultyChannels too
+        (Conservation, AbstractReader._conservation),
+        (FlipSchedule, AbstractReader._flips),
+        (Board, AbstractReader._board),
+    ):
+        if issubclass(tp, base):
+            return how
+    return None
 
 
 def _is_header(t) -> bool:
