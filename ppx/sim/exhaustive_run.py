@@ -118,9 +118,9 @@ def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces:
             key = failure_key("livelocked", reason, None)
             echo(f"ppx.explore: {key} (pumped: {got.verdict})")
             if key not in ex.failures:
-                ex.failures[key] = Failure(
-                    key, -1, "exhaustive", -1, "livelocked", reason, got.choices, got.choices, {}
-                )
+                # the schedule file keeps the pumped run's own end, which its replay reaches
+                ex.failures[key] = Failure(key, -1, "exhaustive", -1, got.verdict, reason,
+                                           got.choices, got.choices, {}, got.reason)  # fmt: skip
                 traces[key] = {
                     "trace_len": len(lasso.prefix),
                     "choice_points": len(choice_points(lasso.prefix)),

@@ -24,6 +24,7 @@ from ppx.sim.liveness import fair_cycles, pump
 from ppx.sim.liveness_forms import Abstraction
 from ppx.sim.liveness_report import FILE, describe
 from ppx.sim.runner import Runner
+from ppx.sim.schedule import load
 
 CELL = "#630 told sequence"
 BOUND = ["workload.num_requests=2", "workload.max_new=1", "explore.clock=idle",
@@ -89,7 +90,9 @@ def test_the_fair_cycle_schedule_replays_to_the_livelock(red, tmp_path):
     out, ex = red
     key = next(k for k in ex.failures if k.startswith(FAIR))
     s = replay(tmp_path / "run", overrides("red"), ex.paths[key])
-    assert s["verdict"] == "livelocked"
+    # the file records the pumped run's own end: `python -m ppx.replay` says "reproduced"
+    recorded = load(ex.paths[key])
+    assert s["verdict"] == recorded.verdict == "livelocked" and s["reason"] == recorded.reason
 
 
 def test_the_green_is_verified_with_no_cycle(tmp_path):
