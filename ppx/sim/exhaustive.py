@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 
 from ppx.sim.dfs import DfsStrategy, DfsWalker
 from ppx.sim.fingerprint import Fingerprint
-from ppx.sim.liveness import progress_of, unwind
+from ppx.sim.liveness import progress_of
 from ppx.sim.liveness_forms import Abstraction
+from ppx.sim.liveness_graph import unwind
 
 END = "end"  # a graph edge's target that is a run's end: (END, row index)
 

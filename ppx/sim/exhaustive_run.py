@@ -20,8 +20,9 @@ import time
 
 from ppx.sim.exhaustive import ExhaustiveWalker, choice_points
 from ppx.sim.fingerprint import Fingerprint
-from ppx.sim.liveness import fair_cycles, pump
+from ppx.sim.liveness import pump
 from ppx.sim.liveness_forms import Abstraction
+from ppx.sim.liveness_graph import fair_cycles
 from ppx.sim.liveness_report import describe
 from ppx.sim.merge import Exploration
 from ppx.sim.registry import reduction_of

@@ -10,10 +10,13 @@ same pickle of the same roots with those fields taken out, in two kinds:
 - COUNTERS: identifiers and clocks the engine compares with each other (a message's seq
   with the receiver's `seq_in`, a batch's incarnation with the request's `admit_seq`, a
   pass id with the lap it owes, two LRU stamps) or adds to (the next pass id). Their values
-  are left out of the digest and handed back, in the order the pickle met them, as the
-  state's counter vector: a lap of a cycle must move every one of them by the same amount
-  every time round (liveness.py checks it on three laps), so every difference and order
-  between two of them -- all the engine reads of them -- is the same on every lap.
+  are left out of the digest and handed back, in the order the pickle met them and
+  labelled with their family (`pass`, `seq`, `admit`, `stamp`, one per wire), as the
+  state's counter vector: a lap of a cycle must move each by the same amount every time
+  round, every pass id alike, and no two of a wire, the admissions or the stamps across
+  each other (liveness.lap_shift, on every lap the pump runs), so what the engine reads of
+  them -- equalities, orders, the distance of two pass ids, a pass id modulo the slots --
+  is the same on every lap.
 - WATCHDOG: what only the watchdogs and the telemetry read (the void streak the pass-count
   bound counts, event and pass counters, the board's heartbeat): left out, not handed back.
 

@@ -20,8 +20,9 @@ from ppx.sim import gallery
 from ppx.sim.exhaustive import ExhaustiveWalker
 from ppx.sim.exhaustive_run import summary_keys
 from ppx.sim.fingerprint import Fingerprint
-from ppx.sim.liveness import fair_cycles, pump
+from ppx.sim.liveness import pump
 from ppx.sim.liveness_forms import Abstraction
+from ppx.sim.liveness_graph import fair_cycles
 from ppx.sim.liveness_report import FILE, describe
 from ppx.sim.runner import Runner
 from ppx.sim.schedule import load

@@ -4,7 +4,8 @@ lasso's trace and lap, progress edges and weak fairness. No engine runs here."""
 from __future__ import annotations
 
 from ppx.sim.exhaustive import END
-from ppx.sim.liveness import _fair, fair_cycles, lap_shift, strongly_connected
+from ppx.sim.liveness import lap_shift
+from ppx.sim.liveness_graph import _fair, fair_cycles, strongly_connected
 
 # task 0 and task 1 both runnable: mask 0b11; only task 0: 0b01
 BOTH, ZERO = 0b11, 0b01
