@@ -97,7 +97,9 @@ def test_the_fair_cycle_schedule_replays_to_the_livelock(red, tmp_path):
 
 
 def test_the_green_is_verified_with_no_cycle(tmp_path):
-    ex = explore_in(tmp_path, *overrides("green"))
+    # without sleep sets the graph holds every transition of every state: no cycle the
+    # abstraction can see is missing from it
+    ex = explore_in(tmp_path, *overrides("green"), "explore.reduce=none")
     assert ex.dfs["verdict"] == "verified" and ex.dfs["livelock"] == []
     assert not ex.failures and not os.path.exists(os.path.join(tmp_path, FILE))
 
