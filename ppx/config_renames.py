@@ -35,6 +35,8 @@ RENAMED: dict[str, str] = {
     **{f"explore.{k}": f"explore.fanout.{k}" for k in (
         "workers", "ray", "shard", "shards", "batch",
     )},
+    "explore.cache": "explore.exhaustive.cache",
+    "explore.liveness": "explore.exhaustive.liveness",
     "explore.shrink": "explore.shrinker.runs",
     "explore.shrink_s": "explore.shrinker.scenario_s",
     "explore.step_us": "sim.step_us",

@@ -25,6 +25,14 @@ class DfsCfg:
 
 
 @dataclass
+class ExhaustiveCfg:
+    """explore.strategy=exhaustive: what the walk keeps of the states it has seen."""
+
+    cache: bool = True  # skip states explored before (fingerprint.py)
+    liveness: bool = True  # (with the cache): fair cycles of the state graph
+
+
+@dataclass
 class FanoutCfg:
     """Who runs the schedules: local worker processes, a Ray cluster or launcher shards."""
 
@@ -52,7 +60,6 @@ class ExploreCfg:
     seed: int = 0  # the schedule seed (schedule i of an exploration uses seed + i)
     schedules: int = 100  # how many schedules `ppx.explore` runs
     reduce: str = "sleep"  # dfs: sleep (sleep sets over step footprints) | none
-    cache: bool = True  # exhaustive: skip states explored before (fingerprint.py)
     portfolio: list[str] = field(default_factory=lambda: ["random", "pct"])  # its members
     replay: str | None = None  # a schedule.txt to replay (strategy replay)
     clock: str = "step"  # step (time moves every step) | idle (only when no task can run)
@@ -63,6 +70,7 @@ class ExploreCfg:
     budget_s: float = 0.0  # scenarios, exhaustive: stop after this many seconds (0: none)
     pct: PctCfg = field(default_factory=PctCfg)
     dfs: DfsCfg = field(default_factory=DfsCfg)
+    exhaustive: ExhaustiveCfg = field(default_factory=ExhaustiveCfg)
     fanout: FanoutCfg = field(default_factory=FanoutCfg)
     shrinker: ShrinkCfg = field(default_factory=ShrinkCfg)
 

@@ -38,7 +38,13 @@ def _as_recorded_before_the_split(config: dict) -> dict:
         for part in old_head:
             target = target.setdefault(part, {})
         target[old_leaf] = value
-    for key in ("explore.pct", "explore.dfs", "explore.fanout", "explore.shrinker"):
+    for key in (
+        "explore.pct",
+        "explore.dfs",
+        "explore.exhaustive",
+        "explore.fanout",
+        "explore.shrinker",
+    ):
         section, name = key.split(".")
         assert old[section].pop(name) == {}, key  # every leaf of a new section moved
     for key in ("workload.bench", "workload.trace", "engine.liveness", "engine.admission.prefetch"):

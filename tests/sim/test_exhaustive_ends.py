@@ -27,9 +27,9 @@ CONFIGS = {
                    "explore.clock=idle", "faults=offer_flap"],
 }  # fmt: skip
 MODES = {
-    "plain": ["explore.reduce=none", "explore.cache=false"],
-    "reduced": ["explore.reduce=sleep", "explore.cache=false"],
-    "cached": ["explore.reduce=sleep", "explore.cache=true"],
+    "plain": ["explore.reduce=none", "explore.exhaustive.cache=false"],
+    "reduced": ["explore.reduce=sleep", "explore.exhaustive.cache=false"],
+    "cached": ["explore.reduce=sleep", "explore.exhaustive.cache=true"],
 }
 
 
@@ -134,5 +134,5 @@ def test_the_canonical_wire_keeps_what_a_rank_can_read():
 
 def test_a_search_cut_short_is_unknown_not_verified(tmp_path):
     cut = explore_in(tmp_path / "cut", *CONFIGS["decision_first"], *EXHAUSTIVE[:1],
-                     "explore.schedules=1", "explore.reduce=none", "explore.cache=false")  # fmt: skip
+                     "explore.schedules=1", "explore.reduce=none", "explore.exhaustive.cache=false")  # fmt: skip
     assert not cut.dfs["exhausted"] and cut.dfs["verdict"] == "unknown"
