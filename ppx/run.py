@@ -149,9 +149,9 @@ def main(cfg: DictConfig) -> None:
                 f"torchrun started {env.world} workers for pp={cfg.pp} (engine.transport="
                 f"{cfg.engine.transport}); one worker per rank, gloo or nccl"
             )
-        elif int(cfg.faults.kill_rank) > 0:
+        elif int(cfg.faults.kill.rank) > 0:
             problem = (
-                f"faults.kill_rank={cfg.faults.kill_rank} under torchrun: only rank 0 is local"
+                f"faults.kill.rank={cfg.faults.kill.rank} under torchrun: only rank 0 is local"
             )
         if problem:
             print(f"ppx: config error: {problem}", file=sys.stderr)

@@ -94,8 +94,7 @@ class Planner:
                 self.hosts[phase] = HostTier(cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now)
             self.hosts[phase].rebind(cache.k, cache.v)
             cache.host = self.hosts[phase]
-        if cfg.faults.match_cap is not None:  # a rank whose tree keeps N tokens of a prompt
-            cache.match_cap = int(cfg.faults.match_cap[r])
+        cache.readiness = ctx.faults.readiness  # faults.match_cap.tokens: what its match reports
         # rank 0 admits what every rank can hold wherever its decision travels (#1045)
         if ctx.is_first and (phase == "tp" or policy_of(cfg).decides):
             cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
@@ -106,7 +105,7 @@ class Planner:
             e.chunk_size,
             e.max_batch,
             self.device,
-            lifo=cfg.faults.lifo_rank == r,
+            candidates=ctx.faults.candidates,  # faults.lifo: the order it scans its queue
             eos=self.eos,
             per_slot=self.per_slot,
             moves=self.moves,

@@ -65,7 +65,7 @@ class Task:
     reads: tuple = ()  # the shared objects `pred` reads (the step after the wait starts there)
     done: bool = False
     abnormal: bool = False  # left through a stop or an error: the run ends now
-    killed: bool = False  # faults.kill_rank: parked for good
+    killed: bool = False  # faults.kill.rank: parked for good
     glet: greenlet.greenlet | None = None
 
 

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 
 from ppx.core import stop_verdict
 from ppx.engine.board import Board
+from ppx.engine.faults.rank_faults import RunFaults
 from ppx.engine.process import write_report
 from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport.sim import SimTransport, SimWire
@@ -222,9 +223,9 @@ class SimSupervisor:
             )
             self.sched.spawn(f"rank{r}", lambda a=a: self._rank(a))
         front = self.sched.spawn("frontend", self._frontend)
-        f = self.cfg.faults
-        if 0 <= f.kill_rank < self.world:  # counted from boot: virtual time starts there
-            self.sched.kill_at(f.kill_rank, float(f.kill_after_s))
+        kill = RunFaults(self.cfg).kill(self.world)  # faults.kill
+        if kill is not None:  # counted from boot: virtual time starts there
+            self.sched.kill_at(*kill)
         try:
             end = self.sched.run()
             verdict, reason = self._verdict(end, front)
@@ -272,7 +273,7 @@ class SimSupervisor:
             if dead:
                 return (
                     "dead_peer",
-                    f"rank(s) {dead} gone (killed at {self.cfg.faults.kill_after_s}s)",
+                    f"rank(s) {dead} gone (killed at {self.cfg.faults.kill.after_s}s)",
                 )
             return "wedged", (
                 f"no task can run: deadlock found at step {s.steps} (virtual {s.now:.3f}s)"

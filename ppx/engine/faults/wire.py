@@ -1,0 +1,125 @@
+"""Faults on a rank's wire (hook `Wire`; channels.py wraps the rank's `send` with them):
+
+- `faults.drop_void_output`: the last rank sends no void output (the pre-#797 bug: rank 0's
+  output receive is never matched);
+- `faults.corrupt`: the token sampled for request `rid` at output `position` leaves the last
+  rank as a different id. Every rank then applies the same wrong token, so the run stays
+  internally consistent and only the oracle can tell;
+- `faults.lose`: message number `seq` of one kind is counted as sent but never posted; the
+  receiver meets the next seq and the run ends `mismatch` (the channel seq check);
+- `faults.delay`: a slow link, the sender held before every send of one kind (a virtual
+  wait in the simulator, whose length the explorer may draw: `timed`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ppx.core import Flag, Kind, Message
+from ppx.engine.faults.base import Fault, Wire
+from ppx.fault_sections import LAST_RANK, OFF
+
+if TYPE_CHECKING:
+    from ppx.engine.faults.channels import FaultyChannels
+
+EVERY_RANK = LAST_RANK  # faults.delay.rank=-2: every rank's sends of the kind are slow
+
+
+def kind_refusal(key: str, kind: Any) -> str | None:
+    if kind is not None and str(kind).upper() not in Kind.__members__:
+        return f"{key}={kind!r}: {' | '.join(k.label for k in Kind)}"
+    return None
+
+
+class DropVoidOutput(Fault, Wire):
+    key = "drop_void_output"
+
+    @classmethod
+    def on(cls, section: Any) -> bool:
+        return bool(section.enabled)
+
+    def here(self) -> bool:
+        return self.rank == self.world - 1
+
+    def outgoing(self, ch: FaultyChannels, dst: int, msg: Message) -> Message | None:
+        if msg.kind == Kind.OUTPUT and dst == 0 and msg.flags & Flag.VOID:
+            return None  # never sent, never counted: rank 0's receive is never matched
+        return msg
+
+
+class Corrupt(Fault, Wire):
+    key = "corrupt"
+
+    @classmethod
+    def on(cls, section: Any) -> bool:
+        return int(section.rank) != OFF
+
+    def here(self) -> bool:
+        last = self.rank == self.world - 1
+        return last and int(self.section.rank) in (self.rank, LAST_RANK)
+
+    @classmethod
+    def refuse(cls, section: Any, cfg: Any) -> str | None:
+        rank, pp = int(section.rank), int(cfg.pp)
+        if rank >= 0 and rank != pp - 1 or rank < LAST_RANK:
+            return (
+                f"faults.corrupt.rank={rank}: tokens are sampled on the last rank "
+                f"({pp - 1}, or -2 for whichever is last; -1 = off)"
+            )
+        return None
+
+    def outgoing(self, ch: FaultyChannels, dst: int, msg: Message) -> Message | None:
+        if msg.kind != Kind.OUTPUT or dst != 0 or msg.flags & Flag.VOID:
+            return msg
+        # the last rank's own output for its batch of this slot, with the one token off
+        sched = ch.sched_of()
+        batch = sched.inflight[msg.slot]
+        assert batch is not None, "send() asks only for its own output"
+        rid, position = int(self.section.rid), int(self.section.position)
+        finals = [e for e in batch.entries if e.final]
+        tokens = msg.tensors[0]
+        for i, e in enumerate(finals):
+            if e.rid == rid and len(sched.reqs[e.rid].output) == position:
+                tokens = tokens.clone()  # the model's own output tensor stays as it was
+                tokens[i] = (int(tokens[i]) + 1) % int(self.cfg.model.vocab)
+        msg.tensors = [tokens, *msg.tensors[1:]]
+        return msg
+
+
+class Lose(Fault, Wire):
+    key = "lose"
+
+    @classmethod
+    def on(cls, section: Any) -> bool:
+        return bool(section.kind)
+
+    def here(self) -> bool:
+        return int(self.section.rank) == self.rank
+
+    @classmethod
+    def refuse(cls, section: Any, cfg: Any) -> str | None:
+        return kind_refusal("faults.lose.kind", section.kind)
+
+    def posting(self, ch: FaultyChannels, dst: int, msg: Message) -> bool:
+        lost = (int(Kind[str(self.section.kind).upper()]), int(self.section.seq))
+        return (int(msg.kind), msg.seq) != lost  # a lost one is counted, never posted
+
+
+class Delay(Fault, Wire):
+    key = "delay"
+
+    @classmethod
+    def on(cls, section: Any) -> bool:
+        return bool(section.kind)
+
+    def here(self) -> bool:
+        return int(self.section.rank) in (self.rank, EVERY_RANK)
+
+    @classmethod
+    def refuse(cls, section: Any, cfg: Any) -> str | None:
+        return kind_refusal("faults.delay.kind", section.kind)
+
+    def posting(self, ch: FaultyChannels, dst: int, msg: Message) -> bool:
+        if msg.kind == Kind[str(self.section.kind).upper()]:
+            ch.t.sleep(float(self.section.s))  # a slow link (a virtual sleep in the simulator)
+        return True
