@@ -52,7 +52,11 @@ def test_void_output_keeps_the_ring_matched_and_its_absence_wedges(engine):
     green, _ = engine(*DF, *SHORT, "engine/admission=decision", "engine/guard=rid")
     assert green["verdict"] == "served" and green["voids"] > 0
     red, _ = engine(
-        *DF, *SHORT, "engine/admission=decision", "engine/guard=rid", "faults.drop_void_output.enabled=true"
+        *DF,
+        *SHORT,
+        "engine/admission=decision",
+        "engine/guard=rid",
+        "faults.drop_void_output.enabled=true",
     )
     assert red["verdict"] == "wedged"
     assert "recv output" in (red["cycle"] or "") or any(

@@ -177,7 +177,10 @@ REFUSED = {
         ["pp=2", "engine/admission=decision", "engine/guard=rid", "engine.guard.unit=reports"],
         "engine.guard.unit=reports needs pp >= 3",
     ),
-    "match_cap width": (["faults.match_cap.tokens=[-1,4]"], "faults.match_cap.tokens=[-1, 4]: one token count"),
+    "match_cap width": (
+        ["faults.match_cap.tokens=[-1,4]"],
+        "faults.match_cap.tokens=[-1, 4]: one token count",
+    ),
 }
 
 
