@@ -106,9 +106,13 @@ class CacheDropCfg:
 
 @dataclass
 class FaultsCfg:
-    """`name` labels the preset (conf/faults/); every other field is one fault's section."""
+    """`name` labels the preset (conf/faults/); `timing` says when a timed effect lands (a
+    host-tier load, a delayed send): `fixed`, after its configured delay, or `choice`, when
+    the simulator's scheduler picks (engine.transport=sim; ppx/sim/timing.py). Every other
+    field is one fault's section."""
 
     name: str = "none"
+    timing: str = "fixed"  # fixed | choice
     delay: DelayCfg = field(default_factory=DelayCfg)
     lose: LoseCfg = field(default_factory=LoseCfg)
     drop_void_output: DropVoidOutputCfg = field(default_factory=DropVoidOutputCfg)

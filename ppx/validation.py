@@ -112,6 +112,13 @@ def validate(cfg: DictConfig) -> DictConfig:
 
     if (why := fault_refusal(merged)) is not None:  # each fault's own checks (its plug-in)
         raise ConfigError(why)
+    from ppx.sim.timing import FAULT_TIMINGS
+
+    if FAULT_TIMINGS.of(merged) and not transport_spec(merged.engine.transport).simulated:
+        raise ConfigError(
+            "faults.timing=choice needs engine.transport=sim: the simulator's scheduler "
+            "draws when a timed effect lands"
+        )
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
     validate_text(merged)
@@ -126,8 +133,9 @@ def switch_tables() -> list[Switch]:
     from ppx.frontend.kinds import WORKLOADS
     from ppx.launch.start_methods import START_METHODS
     from ppx.sim.scheduler import CLOCKS
+    from ppx.sim.timing import FAULT_TIMINGS
 
-    return [KERNELS, MODELS, WORKLOADS, START_METHODS, CLOCKS, *SIM_SWITCHES]
+    return [KERNELS, MODELS, WORKLOADS, START_METHODS, CLOCKS, FAULT_TIMINGS, *SIM_SWITCHES]
 
 
 def validate_switches(merged: DictConfig) -> None:

@@ -91,7 +91,9 @@ class Planner:
         if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
             ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
             if phase not in self.hosts:
-                self.hosts[phase] = HostTier(cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now)
+                self.hosts[phase] = HostTier(
+                    cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now, ctx.t.arrival
+                )
             self.hosts[phase].rebind(cache.k, cache.v)
             cache.host = self.hosts[phase]
         cache.readiness = ctx.faults.readiness  # faults.match_cap.tokens: what its match reports

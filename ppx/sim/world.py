@@ -30,6 +30,7 @@ from ppx.run_tally import RunTally
 from ppx.sim.registry import one_run_strategy
 from ppx.sim.scheduler import CLOCK, DONE, Scheduler
 from ppx.sim.strategy import ReplayStrategy
+from ppx.sim.timing import FAULT_TIMINGS, Timing, sim_tasks
 from ppx.supervisor import METRICS_EVERY_S, first_failure
 from ppx.watch import postmortem
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
@@ -130,7 +131,7 @@ class SimSupervisor:
         # what the explorer builds once for all its schedules: the typed config, the models
         self.typed, self.models = typed, models
         x = cfg.explore
-        self.strategy = strategy or one_run_strategy(x, self.world + 1)
+        self.strategy = strategy or one_run_strategy(x, sim_tasks(cfg))
         self.sched = Scheduler(
             self.strategy,
             float(x.step_us) * 1e-6,
@@ -223,6 +224,8 @@ class SimSupervisor:
             )
             self.sched.spawn(f"rank{r}", lambda a=a: self._rank(a))
         front = self.sched.spawn("frontend", self._frontend)
+        if FAULT_TIMINGS.of(typed):  # after the ranks and the frontend: their tids stay put
+            self.wire.timing = Timing(self.sched)
         kill = RunFaults(self.cfg).kill(self.world)  # faults.kill
         if kill is not None:  # counted from boot: virtual time starts there
             self.sched.kill_at(*kill)

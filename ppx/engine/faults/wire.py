@@ -121,5 +121,5 @@ class Delay(Fault, Wire):
 
     def posting(self, ch: FaultyChannels, dst: int, msg: Message) -> bool:
         if msg.kind == Kind[str(self.section.kind).upper()]:
-            ch.t.sleep(float(self.section.s))  # a slow link (a virtual sleep in the simulator)
+            ch.t.hold(float(self.section.s), "faults.delay")  # a slow link (base.py: timed)
         return True
