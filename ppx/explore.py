@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
 
 from ppx.config import ConfigError
+from ppx.config_renames import refuse_renamed
 from ppx.engine.transport.registry import SIM
 from ppx.sim.registry import strategy_of
 from ppx.validation import validate
@@ -103,4 +104,5 @@ def log_to_wandb(cfg, out_dir: str, s: dict, ex, overrides: list[str], config_na
 
 
 if __name__ == "__main__":
+    refuse_renamed(prog="ppx.explore")
     main()

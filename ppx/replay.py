@@ -16,8 +16,6 @@ import os
 import sys
 import time
 
-from omegaconf import OmegaConf
-
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
 
 
@@ -25,18 +23,24 @@ def compose_for(path: str, sch):
     """The config that recorded `sch`: composed again, else the recorded one; (cfg, note)."""
     from hydra import compose, initialize_config_dir
 
-    from ppx.config import PPXConfig
+    from ppx.config_renames import migrate_overrides
     from ppx.sim.report import replay_overrides
-    from ppx.sim.schedule import config_hash
+    from ppx.sim.schedule import config_hash, recorded_config
 
+    overrides = migrate_overrides(replay_overrides(sch.overrides))
     with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        cfg = compose(sch.config_name, [*replay_overrides(sch.overrides), f"explore.replay={path}"])
-    if config_hash(cfg) == sch.config_hash or sch.config is None:
+        cfg = compose(sch.config_name, [*overrides, f"explore.replay={path}"])
+    if config_hash(cfg) == sch.config_hash:
         return cfg, None
-    recorded = OmegaConf.merge(OmegaConf.structured(PPXConfig), sch.config)
-    recorded.explore.replay = path
-    if config_hash(recorded) != sch.config_hash:
+    recorded = recorded_config(sch)
+    if recorded is None:
         return cfg, None  # validation names the difference
+    if config_hash(recorded) == config_hash(cfg):
+        return (
+            cfg,
+            "the config schema changed since it was recorded: the same run under today's keys",
+        )
+    recorded.explore.replay = path
     return recorded, "the defaults moved since it was recorded: replaying the recorded config"
 
 
@@ -46,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="run dir (default outputs/replay/<timestamp>)")
     args = p.parse_args(argv)
     from ppx.config import ConfigError
+    from ppx.config_renames import migrate_overrides
     from ppx.sim.schedule import ScheduleError, load
     from ppx.validation import validate
 
@@ -64,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from ppx.run import execute
 
     exp = next((o.split("=", 1)[1] for o in sch.overrides if o.startswith("+exp=")), None)
-    overrides = [*sch.overrides, f"explore.replay={path}"]
+    overrides = [*migrate_overrides(sch.overrides), f"explore.replay={path}"]
     s = execute(cfg, run_dir, exp, overrides, sch.config_name)
     same = s["verdict"] == sch.verdict and (not sch.reason or s["reason"] == sch.reason)
     print(

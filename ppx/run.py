@@ -17,6 +17,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ppx.config import ConfigError
+from ppx.config_renames import refuse_renamed
 from ppx.engine.transport.registry import spec_of
 from ppx.judge import judge_served
 from ppx.validation import validate
@@ -178,4 +179,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    refuse_renamed()
     main()

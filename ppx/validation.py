@@ -210,13 +210,17 @@ def validate_explore(merged: DictConfig) -> None:
 
         if not spec_of(merged).simulated:
             raise ConfigError(f"explore.replay needs engine.transport={SIM}")
-        from ppx.sim.schedule import ScheduleError, config_hash, load
+        from ppx.sim.schedule import ScheduleError, config_hash, load, recorded_for
 
         try:
             sch = load(x.replay)
         except ScheduleError as e:
             raise ConfigError(str(e)) from None
-        if sch.config_hash != config_hash(merged):
+        try:
+            same = recorded_for(sch, merged)
+        except ScheduleError as e:
+            raise ConfigError(f"explore.replay={x.replay}: {e}") from None
+        if not same:
             from ppx.sim.report import replay_command
 
             raise ConfigError(

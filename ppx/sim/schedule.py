@@ -55,6 +55,39 @@ def config_hash(cfg) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def upgraded(recorded: dict):
+    """A recorded config under today's schema: moved keys at their new paths
+    (ppx/config_renames.py), fields added since at their defaults (a new field's default is the
+    behaviour before it existed). A key the schema no longer has is a ScheduleError."""
+    from omegaconf.errors import ConfigKeyError
+
+    from ppx.config import PPXConfig
+    from ppx.config_renames import migrate_config
+
+    try:
+        return OmegaConf.merge(OmegaConf.structured(PPXConfig), migrate_config(recorded))
+    except ConfigKeyError as e:
+        raise ScheduleError(f"recorded for a config key ppx no longer has ({e.msg})") from None
+
+
+def recorded_config(s: Schedule):
+    """The config `s` was recorded under, upgraded to today's schema; None when the file holds
+    none, or holds one that is not what its hash was taken of (an edited file)."""
+    if s.config is None or config_hash(s.config) != s.config_hash:
+        return None
+    return upgraded(s.config)
+
+
+def recorded_for(s: Schedule, cfg) -> bool:
+    """Whether `cfg` runs what `s` was recorded under: the same hash, or the same hash as the
+    recorded config upgraded to today's schema (a key moved or added since)."""
+    want = config_hash(cfg)
+    if want == s.config_hash:
+        return True
+    recorded = recorded_config(s)
+    return recorded is not None and config_hash(recorded) == want
+
+
 def save(path: str, s: Schedule) -> None:
     lines = [
         MAGIC,

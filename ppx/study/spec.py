@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ppx.config_renames import renamed_problem
+
 Cell = dict[str, str]  # override key (as written, minus +/++) -> value string
 
 _HYDRA_SPECIAL = set(",[](){}'\" =\\:*?$")
@@ -178,6 +180,10 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
     runner = str(data.get("runner", "run"))
     if runner not in ("run", "explore"):
         raise ValueError(f"study {name}: runner must be run or explore, got {runner!r}")
+    written = [str(b) for b in data.get("base") or []]
+    written += [f"{k}=" for k in sweep] + [f"{k}=" for c in cells for k in c]
+    if (problem := renamed_problem(written)) is not None:  # before any cell is spawned
+        raise ValueError(f"study {name}: {problem}")
     return Study(
         runner=runner,
         name=name,
