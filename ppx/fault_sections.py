@@ -6,7 +6,7 @@ config never imports the engine (tests/test_layers.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 OFF = -1  # a rank field's "no rank": the fault is off
 LAST_RANK = -2  # a rank field's "whichever rank is last" (or, for `delay`, every rank)
@@ -125,3 +125,21 @@ class FaultsCfg:
     retract: RetractCfg = field(default_factory=RetractCfg)
     match_cap: MatchCapCfg = field(default_factory=MatchCapCfg)
     cache_drop: CacheDropCfg = field(default_factory=CacheDropCfg)
+
+
+def fault_key_problem(key: str) -> str | None:
+    """One line naming what is wrong with a dotted `faults.*` override key (a fault or a field
+    no section has), before Hydra's multi-line "not in struct"; None for a key the schema has."""
+    parts = key.split(".")
+    if parts[0] != "faults" or len(parts) < 2:
+        return None
+    sections = {f.name: f for f in fields(FaultsCfg)}
+    if parts[1] not in sections:
+        names = " | ".join(n for n in sections if n not in ("name", "timing"))
+        return f"{key}: no fault {parts[1]!r}; the faults: {names}"
+    section = sections[parts[1]].default_factory  # type: ignore[misc]
+    if len(parts) > 2 and isinstance(section, type):
+        known = [f.name for f in fields(section)]
+        if parts[2] not in known or len(parts) > 3:
+            return f"{key}: faults.{parts[1]} has {' | '.join(known)}"
+    return None

@@ -173,3 +173,22 @@ def test_run_level_pool_and_kill():
     assert RunFaults(cfg).kill(3) == (2, 1.5)
     assert RunFaults(cfg).kill(2) is None  # no such rank: nobody is killed
     assert all(f.rank == RUN for f in active(cfg))
+
+
+@pytest.mark.parametrize(
+    "arg, line",
+    [
+        ("faults.nosuch.rank=1", "faults.nosuch.rank: no fault 'nosuch'; the faults: delay |"),
+        ("faults.pool.token=3", "faults.pool.token: faults.pool has rank | tokens"),
+        ("faults.pool_tokens=3", "faults.pool_tokens was renamed faults.pool.tokens"),
+    ],
+)
+def test_an_unknown_fault_or_field_is_one_line_and_exit_2(arg, line, capsys):
+    from ppx.config_renames import refuse_renamed
+
+    refuse_renamed(["pp=2", "faults.pool.tokens=64", "faults.timing=fixed"])  # all known
+    with pytest.raises(SystemExit) as e:
+        refuse_renamed(["pp=2", arg])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert line in err and err.count("\n") == 1
