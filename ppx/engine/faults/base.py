@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ppx.fault_sections import OFF
+
 if TYPE_CHECKING:
     from ppx.core import Message, Req
     from ppx.engine.channels import Channels
@@ -51,6 +53,17 @@ class Fault:
         anything is spawned); None when it can run. Asked of every fault, on or off (a
         field that means nothing while the fault is off is refused too)."""
         return None
+
+
+class OneRank(Fault):
+    """A fault acting on the rank its section's `rank` names (-1: off)."""
+
+    @classmethod
+    def on(cls, section: Any) -> bool:
+        return int(section.rank) != OFF
+
+    def here(self) -> bool:
+        return int(self.section.rank) == self.rank
 
 
 class Candidates:

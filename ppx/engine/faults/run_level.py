@@ -10,18 +10,11 @@ supervisors and the plan's pool sizes):
 
 from __future__ import annotations
 
-from typing import Any
-
-from ppx.engine.faults.base import Fault, RunLevel
-from ppx.fault_sections import OFF
+from ppx.engine.faults.base import OneRank, RunLevel
 
 
-class Pool(Fault, RunLevel):
+class Pool(OneRank, RunLevel):
     key = "pool"
-
-    @classmethod
-    def on(cls, section: Any) -> bool:
-        return int(section.rank) != OFF
 
     def pool_sizes(self, sizes: list[int]) -> list[int]:
         rank = int(self.section.rank)
@@ -31,12 +24,8 @@ class Pool(Fault, RunLevel):
         return sizes
 
 
-class Kill(Fault, RunLevel):
+class Kill(OneRank, RunLevel):
     key = "kill"
-
-    @classmethod
-    def on(cls, section: Any) -> bool:
-        return int(section.rank) != OFF
 
     def kill(self, world: int) -> tuple[int, float] | None:
         rank = int(self.section.rank)

@@ -9,22 +9,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ppx.core import Req
-from ppx.engine.faults.base import Candidates, Cutover, Fault
-from ppx.fault_sections import OFF
-
-
-class OneRank(Fault):
-    """A fault acting on the rank its section names (-1: off)."""
-
-    @classmethod
-    def on(cls, section: Any) -> bool:
-        return int(section.rank) != OFF
-
-    def here(self) -> bool:
-        return int(self.section.rank) == self.rank
+from ppx.engine.faults.base import Candidates, Cutover, OneRank
 
 
 class Lifo(OneRank, Candidates):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppx.engine.faults.base import Fault, Readiness
+from ppx.engine.faults.base import Fault, OneRank, Readiness
 from ppx.fault_sections import OFF
 
 
@@ -49,15 +49,8 @@ class MatchCap(Fault, Readiness):
         return min(n, self.cap)
 
 
-class CacheDrop(Fault, Readiness):
+class CacheDrop(OneRank, Readiness):
     key = "cache_drop"
-
-    @classmethod
-    def on(cls, section: Any) -> bool:
-        return int(section.rank) != OFF
-
-    def here(self) -> bool:
-        return int(self.section.rank) == self.rank
 
     @classmethod
     def refuse(cls, section: Any, cfg: Any) -> str | None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ppx.core import Flag, Kind, Message
-from ppx.engine.faults.base import Fault, Wire
-from ppx.fault_sections import LAST_RANK, OFF
+from ppx.engine.faults.base import Fault, OneRank, Wire
+from ppx.fault_sections import LAST_RANK
 
 if TYPE_CHECKING:
     from ppx.engine.faults.channels import FaultyChannels
@@ -25,10 +25,26 @@ if TYPE_CHECKING:
 EVERY_RANK = LAST_RANK  # faults.delay.rank=-2: every rank's sends of the kind are slow
 
 
-def kind_refusal(key: str, kind: Any) -> str | None:
-    if kind is not None and str(kind).upper() not in Kind.__members__:
-        return f"{key}={kind!r}: {' | '.join(k.label for k in Kind)}"
-    return None
+class OnKind(Fault):
+    """A fault on one message kind (`kind`, None: off) of the rank its section names."""
+
+    def __init__(self, section: Any, cfg: Any, rank: int) -> None:
+        super().__init__(section, cfg, rank)
+        self.kind = Kind[str(section.kind).upper()] if section.kind else None
+
+    @classmethod
+    def on(cls, section: Any) -> bool:
+        return bool(section.kind)
+
+    def here(self) -> bool:
+        return int(self.section.rank) == self.rank
+
+    @classmethod
+    def refuse(cls, section: Any, cfg: Any) -> str | None:
+        kind = section.kind
+        if kind is not None and str(kind).upper() not in Kind.__members__:
+            return f"faults.{cls.key}.kind={kind!r}: {' | '.join(k.label for k in Kind)}"
+        return None
 
 
 class DropVoidOutput(Fault, Wire):
@@ -47,12 +63,8 @@ class DropVoidOutput(Fault, Wire):
         return msg
 
 
-class Corrupt(Fault, Wire):
+class Corrupt(OneRank, Wire):
     key = "corrupt"
-
-    @classmethod
-    def on(cls, section: Any) -> bool:
-        return int(section.rank) != OFF
 
     def here(self) -> bool:
         last = self.rank == self.world - 1
@@ -86,40 +98,21 @@ class Corrupt(Fault, Wire):
         return msg
 
 
-class Lose(Fault, Wire):
+class Lose(OnKind, Wire):
     key = "lose"
 
-    @classmethod
-    def on(cls, section: Any) -> bool:
-        return bool(section.kind)
-
-    def here(self) -> bool:
-        return int(self.section.rank) == self.rank
-
-    @classmethod
-    def refuse(cls, section: Any, cfg: Any) -> str | None:
-        return kind_refusal("faults.lose.kind", section.kind)
-
     def posting(self, ch: FaultyChannels, dst: int, msg: Message) -> bool:
-        lost = (int(Kind[str(self.section.kind).upper()]), int(self.section.seq))
-        return (int(msg.kind), msg.seq) != lost  # a lost one is counted, never posted
+        # message number `seq` of the kind is counted, never posted
+        return msg.kind != self.kind or msg.seq != int(self.section.seq)
 
 
-class Delay(Fault, Wire):
+class Delay(OnKind, Wire):
     key = "delay"
-
-    @classmethod
-    def on(cls, section: Any) -> bool:
-        return bool(section.kind)
 
     def here(self) -> bool:
         return int(self.section.rank) in (self.rank, EVERY_RANK)
 
-    @classmethod
-    def refuse(cls, section: Any, cfg: Any) -> str | None:
-        return kind_refusal("faults.delay.kind", section.kind)
-
     def posting(self, ch: FaultyChannels, dst: int, msg: Message) -> bool:
-        if msg.kind == Kind[str(self.section.kind).upper()]:
+        if msg.kind == self.kind:
             ch.t.hold(float(self.section.s), "faults.delay")  # a slow link (base.py: timed)
         return True
