@@ -137,7 +137,7 @@ def fault_key_problem(key: str) -> str | None:
     if parts[1] not in sections:
         names = " | ".join(n for n in sections if n not in ("name", "timing"))
         return f"{key}: no fault {parts[1]!r}; the faults: {names}"
-    section = sections[parts[1]].default_factory  # type: ignore[misc]
+    section = sections[parts[1]].default_factory
     if len(parts) > 2 and isinstance(section, type):
         known = [f.name for f in fields(section)]
         if parts[2] not in known or len(parts) > 3:

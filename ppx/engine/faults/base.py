@@ -17,13 +17,14 @@ draws (sim.fault_timing=choice, docs/simulation.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ppx.fault_sections import OFF
 
 if TYPE_CHECKING:
     from ppx.core import Message, Req
-    from ppx.engine.channels import Channels
+    from ppx.engine.transport.base import Transport
 
 RUN = -1  # the rank a run-level instance is built for (the supervisor's, not a rank's)
 
@@ -103,13 +104,21 @@ class Carry:
         """A follower read a chain."""
 
 
+class Sender(Protocol):
+    """What a `Wire` hook may use of the channels it wraps (faults/channels.py)."""
+
+    t: Transport
+    # the rank's current scheduler (a flip replaces it); Any: the scheduler imports this module
+    sched_of: Callable[[], Any]
+
+
 class Wire:
-    def outgoing(self, ch: Channels, dst: int, msg: Message) -> Message | None:
+    def outgoing(self, ch: Sender, dst: int, msg: Message) -> Message | None:
         """Before the channel numbers the message: the message to send (None: never sent,
         never counted)."""
         return msg
 
-    def posting(self, ch: Channels, dst: int, msg: Message) -> bool:
+    def posting(self, ch: Sender, dst: int, msg: Message) -> bool:
         """Numbered, about to be posted: False keeps it off the wire (counted, lost). May
         hold the sender (a slow link)."""
         return True

@@ -13,14 +13,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ppx.core import Flag, Kind, Message
-from ppx.engine.faults.base import Fault, OneRank, Wire
+from ppx.engine.faults.base import Fault, OneRank, Sender, Wire
 from ppx.fault_sections import LAST_RANK
-
-if TYPE_CHECKING:
-    from ppx.engine.faults.channels import FaultyChannels
 
 EVERY_RANK = LAST_RANK  # faults.delay.rank=-2: every rank's sends of the kind are slow
 
@@ -57,7 +54,7 @@ class DropVoidOutput(Fault, Wire):
     def here(self) -> bool:
         return self.rank == self.world - 1
 
-    def outgoing(self, ch: FaultyChannels, dst: int, msg: Message) -> Message | None:
+    def outgoing(self, ch: Sender, dst: int, msg: Message) -> Message | None:
         if msg.kind == Kind.OUTPUT and dst == 0 and msg.flags & Flag.VOID:
             return None  # never sent, never counted: rank 0's receive is never matched
         return msg
@@ -80,7 +77,7 @@ class Corrupt(OneRank, Wire):
             )
         return None
 
-    def outgoing(self, ch: FaultyChannels, dst: int, msg: Message) -> Message | None:
+    def outgoing(self, ch: Sender, dst: int, msg: Message) -> Message | None:
         if msg.kind != Kind.OUTPUT or dst != 0 or msg.flags & Flag.VOID:
             return msg
         # the last rank's own output for its batch of this slot, with the one token off
@@ -101,7 +98,7 @@ class Corrupt(OneRank, Wire):
 class Lose(OnKind, Wire):
     key = "lose"
 
-    def posting(self, ch: FaultyChannels, dst: int, msg: Message) -> bool:
+    def posting(self, ch: Sender, dst: int, msg: Message) -> bool:
         # message number `seq` of the kind is counted, never posted
         return msg.kind != self.kind or msg.seq != int(self.section.seq)
 
@@ -112,7 +109,7 @@ class Delay(OnKind, Wire):
     def here(self) -> bool:
         return int(self.section.rank) in (self.rank, EVERY_RANK)
 
-    def posting(self, ch: FaultyChannels, dst: int, msg: Message) -> bool:
+    def posting(self, ch: Sender, dst: int, msg: Message) -> bool:
         if msg.kind == self.kind:
             ch.t.hold(float(self.section.s), "faults.delay")  # a slow link (base.py: timed)
         return True
