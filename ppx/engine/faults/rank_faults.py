@@ -94,7 +94,6 @@ class RankFaults:
 
     def __init__(self, cfg: Any, rank: int) -> None:
         faults = active(cfg, rank)
-        self.names = [f.key for f in faults]
         self.candidates: Candidates = _chain(_of(faults, Candidates), Candidates, _Candidates)
         self.readiness: Readiness = _chain(_of(faults, Readiness), Readiness, _Readiness)
         self.carry: Carry = _chain(_of(faults, Carry), Carry, _Carry)

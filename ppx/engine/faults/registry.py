@@ -58,8 +58,3 @@ def refusal(cfg: Any) -> str | None:
         if why is not None:
             return why
     return None
-
-
-def names() -> list[str]:
-    """Every fault with a section, as `faults.<key>` (the docs' and the refusals' list)."""
-    return [f"faults.{f.key}" for f in FAULTS]
