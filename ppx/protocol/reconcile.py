@@ -9,6 +9,16 @@
 - `scheduler`: from ONE scheduler-wide chunked pointer, then the waiting queue's radix match;
   a rid found in neither is a miss (-1, or 0 under `engine.guard.miss=zero`, which is what the
   log's reconcile wrote before sgl-project#944). With one slot in flight the two are the same.
+- `queue` (before #797c, boot instr19): the waiting queue's radix match only. Every admitted
+  request leaves the waiting queue, and a request mid-prefill lives in the chunked pointer
+  instead, so from its second chunk on the lookup misses by construction: the follower reports
+  a continuation it has computed as a miss (-1, or 0 under `engine.guard.miss=zero`), and the
+  pass is retracted and voided. Under `engine.admission.void=keep` (#797b's park) the voided
+  chunk is parked, the offer stays flat and the same miss voids every pass: a livelock. The
+  fork pins it as `test_the_park_alone_leaves_a_flat_livelock` (efschu/htsglang, commit
+  4b204740a0632becc75bd4d0fc8eb08a02b79093,
+  test/registered/unit/managers/test_pp_retracted_pass_void_797.py: "#797c blinded", the
+  reader that answered "not in the waiting queue, so nothing known").
 - `running` (the default, sgl-project#944's fourth lookup): the slot's request, then the
   running batch. Under `engine.admission.void=keep_running` a follower keeps a voided
   request whose final chunk it ran in its slot's running batch, where "its chunked prefill
@@ -180,3 +190,23 @@ class SchedulerWide(Reconcile):
             self.misses += 1
             return True
         return False
+
+
+class WaitingQueue(Reconcile):
+    name = "queue"
+    ref = "before #797c (boot instr19; efschu/htsglang 4b204740a0)"
+    about = "the waiting queue only: a request mid-prefill is a miss from its second chunk on"
+    places = ("waiting queue",)
+    unread = ("chunked pointer (chunked_req)", "slot", "running batch")
+
+    @classmethod
+    def refuse(cls, cfg: Any) -> str | None:
+        return means_nothing(cls.switch(), cfg)
+
+    def missed(self, sched: SchedulerView, req: Req, e, parks: bool) -> bool:
+        if req in sched.waiting:
+            return False
+        # an admitted request left the queue; mid-prefill it lives in the chunked pointer,
+        # which this lookup never reads: a continuation this rank computed is "nothing known"
+        self.misses += 1
+        return True

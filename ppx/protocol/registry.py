@@ -56,6 +56,7 @@ VARIANTS: tuple[type[Variant], ...] = (
     reconcile.RunningBatch,
     reconcile.SlotScoped,
     reconcile.SchedulerWide,
+    reconcile.WaitingQueue,
     void.Requeue,
     void.Keep,
     void.KeepRunning,
