@@ -196,6 +196,7 @@ class ExploreCfg:
     delays: int | None = None  # dfs: at most this many choices of a higher runnable task
     reduce: str = "sleep"  # dfs: sleep (sleep sets over step footprints) | none
     cache: bool = True  # exhaustive: skip states explored before (fingerprint.py)
+    liveness: bool = True  # exhaustive (with the cache): fair cycles of the state graph
     portfolio: list[str] = field(default_factory=lambda: ["random", "pct"])  # its members
     replay: str | None = None  # a schedule.txt to replay (strategy replay)
     step_us: float = 1000.0  # virtual time one scheduling step takes (a pp=3 pass: ~30 ms)

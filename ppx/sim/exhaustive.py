@@ -17,6 +17,9 @@ What the walk keeps is the state graph: per state, per task run from it, the nex
 the end the run reached). A run that meets a state already on its own path has found a
 cycle: a state that repeats with nothing in between that the fingerprint sees (no token
 committed, no request gone: both are in the state), a livelock, reported with the cycle.
+With `explore.liveness` the walk also keeps, per state, its abstract digest (the state
+without its monotone counters, liveness_forms.py) and its progress (tokens committed,
+requests gone): liveness.py finds the fair cycles of that graph after the walk.
 
 `refuted`: some end is a failure; the trace of each failure key is the shortest path in
 steps from the first state to an end with that key, by breadth-first search over the
@@ -33,6 +36,9 @@ from dataclasses import dataclass, field
 
 from ppx.sim.dfs import DfsStrategy, DfsWalker
 from ppx.sim.fingerprint import Fingerprint
+from ppx.sim.liveness import progress_of
+from ppx.sim.liveness_forms import Abstraction
+from ppx.sim.liveness_graph import unwind
 
 END = "end"  # a graph edge's target that is a run's end: (END, row index)
 
@@ -49,9 +55,17 @@ class Stats:
 class ExhaustiveWalker(DfsWalker):
     """dfs.py's walker without bounds, with a visited set and the state graph."""
 
-    def __init__(self, sleep: bool, cache: bool, fingerprint: Fingerprint | None) -> None:
+    def __init__(
+        self,
+        sleep: bool,
+        cache: bool,
+        fingerprint: Fingerprint | None,
+        abstraction: Abstraction | None = None,
+    ) -> None:
         super().__init__(0, sleep)
-        self.cache, self.fp = cache, fingerprint
+        self.cache, self.fp, self.abstraction = cache, fingerprint, abstraction
+        self.abstract: dict[bytes, bytes] = {}  # state -> its abstract digest (liveness)
+        self.progress: dict[bytes, int] = {}  # state -> tokens committed + requests gone
         self.visited: dict[bytes, frozenset[int]] = {}  # state -> the sleep set it had
         self.graph: dict[bytes, dict[int, tuple[int, object]]] = {}  # -> tid: (mask, next)
         self.digests: list[bytes] = []  # the digest of each node on the path
@@ -116,19 +130,10 @@ class ExhaustiveWalker(DfsWalker):
                 back[nxt] = (s, tid, mask)
                 if isinstance(nxt, tuple) and nxt[0] == END:
                     if want(rows[nxt[1]]):
-                        return _unwind(back, nxt)
+                        return unwind(back, nxt)
                     continue
                 todo.append(nxt)
         return None
-
-
-def _unwind(back: dict, target) -> list[tuple[int, int]]:
-    steps = []
-    while back[target] is not None:
-        s, tid, mask = back[target]
-        steps.append((tid, mask))
-        target = s
-    return steps[::-1]
 
 
 def choice_points(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -148,6 +153,9 @@ class ExhaustiveStrategy(DfsStrategy):
             w.out_of_time = True  # one long run must not outlast the budget (a stall's run)
             return None
         digest = w.fp.of(sched)
+        if w.abstraction is not None and digest not in w.abstract:
+            w.abstract[digest] = w.abstraction.of(sched)[0]
+            w.progress[digest] = progress_of(sched)
         w.edge(k - 1, digest)
         asleep = frozenset(self.awake) if w.reduce else frozenset()
         if not w.enter(digest, asleep, k):

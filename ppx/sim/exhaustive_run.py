@@ -6,6 +6,12 @@ trace, replayable as every failure is), `verified` when the walk was exhausted a
 schedule served, `unknown` when `explore.schedules` runs ended the walk first (the bound it
 reached is in the counts: runs, states, depth); so does `explore.budget_s` of wall time,
 looked at before every new state (a run is cut there, and the walk ends).
+
+Liveness (`explore.liveness`, on by default with the cache): after the walk, the fair
+cycles of the abstract state graph (liveness.py), each pumped to confirm it; a confirmed
+one is a failure `livelocked: fair cycle ...` whose trace is the shortest one to the
+cycle's entry, whose schedule is the pumped run (it replays), and whose lap's states go to
+`livelock` in the counts and to livelock.json beside summary.json.
 """
 
 from __future__ import annotations
@@ -14,9 +20,13 @@ import time
 
 from ppx.sim.exhaustive import ExhaustiveWalker, choice_points
 from ppx.sim.fingerprint import Fingerprint
+from ppx.sim.liveness import pump
+from ppx.sim.liveness_forms import Abstraction
+from ppx.sim.liveness_graph import fair_cycles
+from ppx.sim.liveness_report import describe
 from ppx.sim.merge import Exploration
 from ppx.sim.registry import reduction_of
-from ppx.sim.runner import Runner
+from ppx.sim.runner import Runner, failure_key
 from ppx.sim.shard import Failure
 from ppx.sim.strategy import ReplayStrategy
 
@@ -31,8 +41,11 @@ def search(cfg, echo=print, log=None) -> Exploration:
     cache = bool(x.get("cache", True))
     # the exploration's immutable inputs stand in the fingerprint by identity; without the
     # cache no state is fingerprinted (no visited set, no graph: the plain tree of runs)
-    fp = Fingerprint((runner.cfg, runner.typed, runner.models, runner.oracle)) if cache else None
-    walker = ExhaustiveWalker(reduction_of(x).sleep, cache, fp)
+    inputs = (runner.cfg, runner.typed, runner.models, runner.oracle)
+    fp = Fingerprint(inputs) if cache else None
+    # the abstract graph needs the concrete one (the cache's graph): liveness rides on it
+    abstraction = Abstraction(inputs) if cache and bool(x.get("liveness", True)) else None
+    walker = ExhaustiveWalker(reduction_of(x).sleep, cache, fp, abstraction)
     rows: list[dict] = []
     found: dict[str, tuple[int, list]] = {}  # failure key -> (first row, its choices)
     runs: dict[int, list] = {}  # failing row -> its choices
@@ -74,14 +87,55 @@ def search(cfg, echo=print, log=None) -> Exploration:
             "choice_points": len(choices),
             "replayed": again is not None and again.key == key,
         }
-    ex.dfs = counts(walker, rows, traces, ex.wall_s)
+    cycles = livelocks(runner, walker, ex, traces, echo) if abstraction is not None else []
+    ex.wall_s = time.perf_counter() - t0
+    ex.dfs = counts(walker, rows, traces, ex.wall_s) | {"livelock": cycles}
     return ex
+
+
+def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces: dict, echo):
+    """The walk's fair cycles, pumped; each confirmed one a failure (the module docstring).
+    Returns what the counts keep of each: trace, lap, shift, and the lap's states."""
+    out = []
+    assert walker.abstraction is not None
+    for lasso in fair_cycles(walker.graph, walker.start, walker.abstract, walker.progress):
+        got = pump(runner, lasso, walker.abstraction, describe)
+        entry = {
+            "confirmed": got.confirmed,
+            "why": got.why,
+            "trace_len": len(lasso.prefix),
+            "lap_len": len(lasso.lap),
+            "abstract_states": lasso.states,
+            "fair": lasso.fair,
+            "pumped": f"{got.verdict}: {got.reason}",
+            "laps": got.laps,
+            "left": got.left,
+        }
+        if got.confirmed:
+            reason = (
+                f"fair cycle: a lap of {len(lasso.lap)} steps entered after "
+                f"{len(lasso.prefix)} steps, no token committed, no request left"
+            )
+            key = failure_key("livelocked", reason, None)
+            echo(f"ppx.explore: {key} (pumped: {got.verdict})")
+            if key not in ex.failures:
+                # the schedule file keeps the pumped run's own end, which its replay reaches
+                ex.failures[key] = Failure(key, -1, "exhaustive", -1, got.verdict, reason,
+                                           got.choices, got.choices, {}, got.reason)  # fmt: skip
+                traces[key] = {
+                    "trace_len": len(lasso.prefix),
+                    "choice_points": len(choice_points(lasso.prefix)),
+                    "replayed": got.verdict == "livelocked",
+                }
+            entry |= {"key": key, "shift": got.shift, "cycle": got.cycle}
+        out.append(entry)
+    return out
 
 
 def counts(walker: ExhaustiveWalker, rows: list[dict], traces: dict, wall_s: float) -> dict:
     """What the walk did (the exploration's dfs.json, and the summary's keys)."""
     st = walker.stats
-    failed = any(r["verdict"] != "served" for r in rows) or bool(st.cycles)
+    failed = any(r["verdict"] != "served" for r in rows) or bool(st.cycles) or bool(traces)
     verdict = "refuted" if failed else "verified" if walker.exhausted else "unknown"
     lens = [t["trace_len"] for t in traces.values() if t["trace_len"] is not None]
     return {
@@ -106,6 +160,8 @@ def counts(walker: ExhaustiveWalker, rows: list[dict], traces: dict, wall_s: flo
 def summary_keys(ex: Exploration) -> dict:
     """The summary.json keys the issue names, from the walk's counts."""
     d = ex.dfs or {}
+    # a fair cycle's lap states are in livelock.json (liveness_report.py), not repeated here
+    cycles = [{k: v for k, v in c.items() if k != "cycle"} for c in d.get("livelock") or []]
     return {k: d.get(k) for k in KEYS} | {
-        "exhaustive": {k: v for k, v in d.items() if k not in KEYS}
+        "exhaustive": {k: v for k, v in d.items() if k not in KEYS} | {"livelock": cycles}
     }

@@ -32,9 +32,12 @@ def explore(
     t0 = time.time()
     if strategy_of(x).exhaustive:  # one walk, one process (exhaustive_run.py)
         from ppx.sim.exhaustive_run import search
+        from ppx.sim.liveness_report import write
 
         with open(os.path.join(out_dir, "ranks.log"), "w") as log:
             ex = search(cfg, echo, log)
+        if ex.dfs and ex.dfs.get("livelock"):  # the fair cycles' states, beside summary.json
+            write(out_dir, ex.dfs["livelock"])
         return finish(ex, config_hash(cfg), out_dir, echo, overrides, config_name)
     if int(x.shards) > 1:  # a launcher job: this process is one shard of the sweep
         results = [_one(cfg, int(x.shard), int(x.shards), echo, out_dir)]

@@ -9,7 +9,9 @@ model and the idle clock, with the load cut to the bound (`--requests`, `--max-n
 most `--cap` runs and `--budget-s` seconds. The row: verdict (`verified`: every
 interleaving served; `refuted`: the shortest trace of its first failure, in steps;
 `unknown`: the cap or the budget came first, with the states and depth reached), states,
-transitions, wall seconds, states/s, trace length, depth. A red arm that is `verified` at
+transitions, wall seconds, states/s, trace length, depth, and the failure of that trace (a
+livelock found as a fair cycle reads `livelocked: fair cycle ...`, its trace the steps to
+the cycle's entry). A red arm that is `verified` at
 the bound needs a larger one to fail (the row says so; nothing is hidden).
 """
 
@@ -78,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         ex = search(cfg, echo=lambda *_: None)
         d, wall = ex.dfs, time.perf_counter() - t
-        fail = next(iter(ex.failures), "")
+        traces = d.get("traces") or {}
+        # the failure the trace column measures: the shortest (a fair cycle before the
+        # pass-count bound's livelock of the same run)
+        fail = min(traces, key=lambda k: traces[k]["trace_len"], default="")
         print(f"{name[:39]:<40} {arm:<6} {d['verdict']:<9} {d['states']:>7} "
               f"{d['transitions']:>7} {wall:>7.1f} {d['states'] / wall:>9.1f} "
               f"{d['trace_len'] if d['trace_len'] is not None else '-':>6} {d['depth']:>5}  {fail[:60]}",

@@ -72,10 +72,9 @@ def finish(
         if sh:
             (d0, d1), (c0, c1) = sh["delays"], sh["choice_points"]
             what = f", shrunk: {d0} -> {d1} delays, {c0} -> {c1} choice points"
-        echo(
-            f"ppx.explore: failure {n}: {hits.get(key, 1)} schedule(s), first {f.index} "
-            f"({f.strategy}{what}): {key}"
-        )
+        # a fair cycle (exhaustive_run.livelocks) is no row of the table: its pumped lasso
+        where = f"{hits.get(key, 1)} schedule(s), first {f.index}" if f.index >= 0 else "a lasso"
+        echo(f"ppx.explore: failure {n}: {where} ({f.strategy}{what}): {key}")
         echo(f"  replay: {replay_file_command(path)}")
     return ex
 
