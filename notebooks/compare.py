@@ -29,7 +29,7 @@ rows = ["admission", "guard"]  # verdict-grid rows
 cols = "ordering"  # verdict-grid columns
 by = ["admission", "guard", "ordering"]  # grouping for tables and bars
 # Override keys to add as columns, so knobs that are not config choices can be used in
-# rows/cols/by, e.g. ["faults.pool_tokens", "engine.admission.on_refusal"].
+# rows/cols/by, e.g. ["faults.pool.tokens", "engine.admission.on_refusal"].
 override_keys = []
 
 # %%

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppx.config_sim import ExploreCfg, SimCfg
+from ppx.fault_sections import FaultsCfg  # one section per fault (ppx/engine/faults/)
 from ppx.protocol.registry import default
 
 
@@ -181,50 +182,6 @@ class FlipCfg:
     continuation: str = default("flip.continuation")  # issue 26 (#959)
     due: str = default("flip.due")
     drain_cap: int = 64  # flip.due=drained: the most passes a due flip waits on a prefill
-
-
-@dataclass
-class FaultsCfg:
-    name: str = "none"
-    delay_kind: str | None = None  # chain | proxy | output | decision | lap
-    delay_rank: int = -1
-    delay_s: float = 0.0
-    kill_rank: int = -1
-    kill_after_s: float = 0.0
-    epoch_desync_rank: int = -1
-    pool_rank: int = -1  # per-rank KV pool skew: this rank gets `pool_tokens` instead
-    pool_tokens: int = 0
-    lifo_rank: int = -1  # this rank scans its waiting queue newest-first (a scheduling skew)
-    drop_void_output: bool = False  # the last rank sends no void output (the pre-#797 bug)
-    # corrupt_token: the last rank sends a wrong id for this request's token at this output
-    # position (-1 off; -2 = the last rank, whatever pp is); only the oracle can tell
-    corrupt_rank: int = -1
-    corrupt_rid: int = 0
-    corrupt_position: int = 0
-    # lose_message: rank `lose_rank` counts its `lose_kind` message number `lose_seq` as sent
-    # but never posts it; the receiver meets the next seq and the run ends `mismatch`
-    lose_rank: int = -1
-    lose_kind: str | None = None  # chain | proxy | output | decision | lap
-    lose_seq: int = 0
-    # offer_flap: rank 0's radix match for a request loses this many tokens after each void of
-    # it and regains them after the next (its unshared extension dropped and recomputed), so
-    # a refused rid's offers alternate: boot 7's told 7939 / 0 (sgl-project#987). 0 = off
-    offer_flap: int = 0
-    # retract_rid: rank 0 retracts this request rank-locally when its first token is in and
-    # announces it on its next chain; followers let it go and rank 0 re-admits it, so the
-    # next row names a rid no follower can locate (boot weg1b7, sgl-project#1180). -1 = off.
-    # retract_redeliver: the chain hop after the announcement carries the rid again
-    retract_rid: int = -1
-    retract_redeliver: bool = False
-    # match_cap: per rank, the most tokens of any prompt its radix match reports (-1 = all): a
-    # rank whose tree keeps only the first N tokens of every prompt, the state the log's unit
-    # harnesses write directly (#630: rank 1 holds 64, rank 2 holds 50 of a 120-token offer)
-    match_cap: list[int] | None = None
-    # drop_rank / drop_pass: after pass `drop_pass` this rank evicts every cached prefix no
-    # request holds, its peers keep theirs (the #963 shape: rank 0 holds a prefix it offers,
-    # a follower does not). -1 = off
-    drop_rank: int = -1
-    drop_pass: int = 0
 
 
 @dataclass

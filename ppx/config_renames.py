@@ -15,7 +15,32 @@ import copy
 import sys
 from collections.abc import Iterable
 
+from ppx.fault_sections import fault_key_problem
+
 RENAMED: dict[str, str] = {
+    # issue 32: one typed section per fault (ppx/fault_sections.py, ppx/engine/faults/)
+    "faults.delay_kind": "faults.delay.kind",
+    "faults.delay_rank": "faults.delay.rank",
+    "faults.delay_s": "faults.delay.s",
+    "faults.lose_rank": "faults.lose.rank",
+    "faults.lose_kind": "faults.lose.kind",
+    "faults.lose_seq": "faults.lose.seq",
+    "faults.drop_void_output": "faults.drop_void_output.enabled",
+    "faults.corrupt_rank": "faults.corrupt.rank",
+    "faults.corrupt_rid": "faults.corrupt.rid",
+    "faults.corrupt_position": "faults.corrupt.position",
+    "faults.kill_rank": "faults.kill.rank",
+    "faults.kill_after_s": "faults.kill.after_s",
+    "faults.pool_rank": "faults.pool.rank",
+    "faults.pool_tokens": "faults.pool.tokens",
+    "faults.lifo_rank": "faults.lifo.rank",
+    "faults.epoch_desync_rank": "faults.epoch_desync.rank",
+    "faults.offer_flap": "faults.offer_flap.tokens",
+    "faults.retract_rid": "faults.retract.rid",
+    "faults.retract_redeliver": "faults.retract.redeliver",
+    "faults.match_cap": "faults.match_cap.tokens",
+    "faults.drop_rank": "faults.cache_drop.rank",
+    "faults.drop_pass": "faults.cache_drop.after_pass",
     # issue 34's split of the schema's widest sections
     **{f"workload.{k}": f"workload.bench.{k}" for k in (
         "input_len", "output_len", "range_ratio", "burstiness", "max_concurrency",
@@ -61,6 +86,8 @@ def _split(override: str) -> tuple[str, str, str] | None:
 def moved(key: str) -> str | None:
     """The new path of `key`, or of the section it lies under; None when it did not move."""
     for old, new in RENAMED.items():
+        if new.startswith(old + ".") and key.startswith(old + "."):
+            continue  # a leaf that became a section (faults.offer_flap): already its new path
         if key == old or key.startswith(old + "."):
             return new + key[len(old) :]
     return None
@@ -97,6 +124,8 @@ def migrate_config(config: dict) -> dict:
         parent = _parent(out, head)
         if parent is None or leaf not in parent:
             continue
+        if new.startswith(old + ".") and isinstance(parent[leaf], dict):
+            continue  # a leaf that became a section, recorded as the section already
         value = parent.pop(leaf)
         *new_head, new_leaf = new.split(".")
         target = out
@@ -117,8 +146,14 @@ def renamed_problem(overrides: Iterable[str]) -> str | None:
 
 
 def refuse_renamed(argv: list[str] | None = None, prog: str = "ppx") -> None:
-    """Exit 2 with one line when a command line says a moved key (before Hydra parses it)."""
-    problem = renamed_problem(a for a in (sys.argv[1:] if argv is None else argv) if "=" in a)
+    """Exit 2 with one line when a command line says a moved key, or a fault or fault field
+    the schema has not (before Hydra parses it)."""
+    args = [a for a in (sys.argv[1:] if argv is None else argv) if "=" in a]
+    problem = renamed_problem(args)
+    for a in args if problem is None else ():
+        parts = _split(a)
+        if parts is not None and (problem := fault_key_problem(parts[1])) is not None:
+            break
     if problem:
         print(f"{prog}: config error: {problem}", file=sys.stderr)
         sys.exit(2)

@@ -56,7 +56,7 @@ class Flag(enum.IntFlag):
     VOID = 1  # the pass ran nowhere; keeps the output ring matched
     SHUTDOWN = 2  # chain: every rank leaves the loop after this pass
     FLIP = 4  # chain: a phase flip starts at this pass
-    RETRACT = 8  # chain: rank 0 retracted rid aux[0] rank-locally (faults.retract_rid)
+    RETRACT = 8  # chain: rank 0 retracted rid aux[0] rank-locally (faults.retract.rid)
     HAS_ENTRIES = 16
 
 

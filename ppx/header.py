@@ -2,7 +2,7 @@
 
 A message's header has `MAX_AUX` small integers after its fixed fields (ppx/engine/channels.py
 lays them out). Before this registry each writer picked an index by hand, so a new axis that
-wanted to carry a value on the chain had to share `aux[0]` with `faults.retract_rid`. Now an
+wanted to carry a value on the chain had to share `aux[0]` with `faults.retract.rid`. Now an
 owner declares a field by name once, at import; the registry gives it the next free word of
 that message kind and refuses a second owner of the same name or a kind that is full, so two
 mechanisms can never write one word. Writers `pack` by name, readers read `FIELD.of(msg)`.

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ppx.config import ConfigError
 from ppx.config_renames import refuse_renamed
+from ppx.engine.faults.rank_faults import RunFaults
 from ppx.engine.transport.registry import spec_of
 from ppx.judge import judge_served
 from ppx.validation import validate
@@ -150,10 +151,8 @@ def main(cfg: DictConfig) -> None:
                 f"torchrun started {env.world} workers for pp={cfg.pp} (engine.transport="
                 f"{cfg.engine.transport}); one worker per rank, gloo or nccl"
             )
-        elif int(cfg.faults.kill_rank) > 0:
-            problem = (
-                f"faults.kill_rank={cfg.faults.kill_rank} under torchrun: only rank 0 is local"
-            )
+        elif (kill := RunFaults(cfg).kill(env.world)) is not None and kill[0] > 0:
+            problem = f"faults.kill.rank={kill[0]} under torchrun: only rank 0 is local"
         if problem:
             print(f"ppx: config error: {problem}", file=sys.stderr)
             sys.exit(2)

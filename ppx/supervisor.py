@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from ppx.core import CHANNEL_MISMATCH, stop_verdict
 from ppx.engine.board import Board, F, State
+from ppx.engine.faults.rank_faults import RunFaults
 from ppx.engine.process import rank_main
 from ppx.engine.rank import RankArgs
 from ppx.engine.transport.registry import spec_of as wire_spec
@@ -205,14 +206,14 @@ class Supervisor:
                 float(w.progress_s), None if self.driver.quota.deadline else self.driver.quota.limit
             )
             next_sample = self.t0
-            f = self.cfg.faults
+            kill = RunFaults(self.cfg).kill(self.world)  # faults.kill: (rank, after_s) or None
             # the run's clocks (a kill, max_run_s) count from boot, as on sim: a slow start on a
             # loaded machine neither eats the run's time nor lands a kill in the middle of it
             booted = time.time()
-            kill_at = booted + float(f.kill_after_s) if 0 <= f.kill_rank < self.world else None
+            kill_at = booted + kill[1] if kill is not None else None
             while verdict is None:
-                if kill_at is not None and time.time() >= kill_at:  # faults: a rank dies
-                    os.kill(self.procs[f.kill_rank].pid, signal.SIGKILL)
+                if kill is not None and kill_at is not None and time.time() >= kill_at:
+                    os.kill(self.procs[kill[0]].pid, signal.SIGKILL)  # faults.kill: a rank dies
                     kill_at = None
                 self.driver.pump()
                 self.driver.collect(timeout=float(w.poll_s))

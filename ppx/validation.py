@@ -108,50 +108,16 @@ def validate(cfg: DictConfig) -> DictConfig:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     validate_explore(merged)
-    f = merged.faults
-    from ppx.core import Kind
+    from ppx.engine.faults.registry import refusal as fault_refusal
 
-    for key in ("delay_kind", "lose_kind"):
-        kind = f[key]
-        if kind is not None and str(kind).upper() not in Kind.__members__:
-            raise ConfigError(f"faults.{key}={kind!r}: {' | '.join(k.label for k in Kind)}")
-    if f.corrupt_rank >= 0 and f.corrupt_rank != pp - 1 or f.corrupt_rank < -2:
+    if (why := fault_refusal(merged)) is not None:  # each fault's own checks (its plug-in)
+        raise ConfigError(why)
+    from ppx.sim.timing import FAULT_TIMINGS
+
+    if FAULT_TIMINGS.of(merged) and not transport_spec(merged.engine.transport).simulated:
         raise ConfigError(
-            f"faults.corrupt_rank={f.corrupt_rank}: tokens are sampled on the last rank "
-            f"({pp - 1}, or -2 for whichever is last; -1 = off)"
-        )
-    flap = int(f.offer_flap)
-    policy = policy_of(merged)  # a flap toggles at a void: a policy that may void a pass
-    if flap < 0 or flap > 0 and (not policy.decides or policy.never_voids):
-        raise ConfigError(
-            f"faults.offer_flap={flap}: a token count >= 0, and only rank 0's offer flaps "
-            f"(engine/admission=decision or forwarded, not {merged.engine.admission.name})"
-        )
-    rid = int(f.retract_rid)  # rank 0 retracts what its row named: a row must travel
-    if rid >= 0 and (not policy.decides or pp < 2):
-        raise ConfigError(
-            f"faults.retract_rid={rid}: a row naming a retracted rid needs rank 0's decision "
-            f"on the wire (engine/admission=decision, forwarded or row_authority) and pp >= 2"
-        )
-    if rid >= 0 and merged.flip.enabled:
-        # the fault is rank 0's PP-phase row probe (#1180); a TP-phase follower holds no row
-        # probe, meets the retracted rid in its broadcast batch and crashed (ValueError in
-        # admit_entry, KeyError in the TP pass: found by the scenario explorer)
-        raise ConfigError(
-            f"faults.retract_rid={rid} with flips: the retraction fault is modelled in the PP "
-            f"phase only (the TP phase has no row probe to meet it); use flip=off"
-        )
-    if f.retract_redeliver and rid < 0:
-        raise ConfigError("faults.retract_redeliver=true means nothing without faults.retract_rid")
-    cap = f.match_cap
-    if cap is not None and (len(cap) != pp or any(int(n) < -1 for n in cap)):
-        raise ConfigError(
-            f"faults.match_cap={list(cap)}: one token count per rank (pp={pp}), -1 = uncapped"
-        )
-    if int(f.drop_rank) >= pp or int(f.drop_rank) < -1 or int(f.drop_pass) < 0:
-        raise ConfigError(
-            f"faults.drop_rank={f.drop_rank} faults.drop_pass={f.drop_pass}: a rank in "
-            f"0..{pp - 1} (-1 = off) and a pass >= 0"
+            "faults.timing=choice needs engine.transport=sim: the simulator's scheduler "
+            "draws when a timed effect lands"
         )
     if merged.workload.prompt_min > merged.workload.prompt_max:
         raise ConfigError("workload.prompt_min > workload.prompt_max")
@@ -167,8 +133,9 @@ def switch_tables() -> list[Switch]:
     from ppx.frontend.kinds import WORKLOADS
     from ppx.launch.start_methods import START_METHODS
     from ppx.sim.scheduler import CLOCKS
+    from ppx.sim.timing import FAULT_TIMINGS
 
-    return [KERNELS, MODELS, WORKLOADS, START_METHODS, CLOCKS, *SIM_SWITCHES]
+    return [KERNELS, MODELS, WORKLOADS, START_METHODS, CLOCKS, FAULT_TIMINGS, *SIM_SWITCHES]
 
 
 def validate_switches(merged: DictConfig) -> None:

@@ -3,7 +3,7 @@
 Pass 0 admits six requests in one batch: one over prefix A (max_new 1: it puts A in every
 rank's tree and leaves) and five pacers over prefix B whose max_new 2..6 make them finish one
 decode step apart. Each finish lets one more request in, so the six requests over A (the
-population) arrive one every two passes. With `faults.drop_rank=1 faults.drop_pass=2` rank 1
+population) arrive one every two passes. With `faults.cache_drop.rank=1 faults.cache_drop.after_pass=2` rank 1
 has lost A by the time the first of them is offered, while rank 0 still holds it.
 
     python scripts/make_population_963.py

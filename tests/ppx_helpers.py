@@ -129,7 +129,7 @@ def outputs(run_dir: str) -> dict[int, list[int]]:
 # prefixes rank 0 keeps and computes them again later (an honest, healing disagreement).
 SKEW_400 = [
     "faults=pool_skew",
-    "faults.pool_tokens=400",
+    "faults.pool.tokens=400",
     "workload.num_prefixes=4",
     "workload.num_requests=24",
     "workload.concurrency=4",
@@ -139,7 +139,7 @@ SKEW_400 = [
 
 # two short shared prefixes, one request at a time: a small pool cannot keep both
 # #791's forwarded slice 1 behind a row-count-only width check: rank 1 walks its own queue
-# (newest first, faults.lifo_rank), so under engine.admission.batch_order=queue it runs rank 0's
+# (newest first, faults.lifo.rank), so under engine.admission.batch_order=queue it runs rank 0's
 # rids in another order at an equal width and only the oracle sees it
 QUEUE_ORDER = [
     "pp=2",
@@ -147,7 +147,7 @@ QUEUE_ORDER = [
     "engine/admission=forwarded",
     "workload.num_requests=8",
     "workload.concurrency=4",
-    "faults.lifo_rank=1",
+    "faults.lifo.rank=1",
     "engine.width_check=rows",
 ]
 SHORT_PREFIXES = [
@@ -165,14 +165,14 @@ HOST_PREFETCH = [
     "engine/admission=forwarded",
     "engine.admission.on_refusal=stop",
     "faults=host_prefetch",
-    "faults.pool_tokens=64",
+    "faults.pool.tokens=64",
     "engine.kv.pool_tokens=64",
     *SHORT_PREFIXES,
     "engine.kv.host_tier=true",
 ]
 # rank 1's pool is too small to keep them; rank 0 keeps both, so rank 0 keeps telling a
 # prefix rank 1 no longer has (the README's `D`, family B of the admission matrix)
-SHORT_SKEW = ["faults=pool_skew", "faults.pool_tokens=64", *SHORT_PREFIXES]
+SHORT_SKEW = ["faults=pool_skew", "faults.pool.tokens=64", *SHORT_PREFIXES]
 
 # rank 0 decides on the simulator, two ranks, the micro model: the base of the flip tests
 SIM_DECISION = [

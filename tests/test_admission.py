@@ -52,7 +52,11 @@ def test_void_output_keeps_the_ring_matched_and_its_absence_wedges(engine):
     green, _ = engine(*DF, *SHORT, "engine/admission=decision", "engine/guard=rid")
     assert green["verdict"] == "served" and green["voids"] > 0
     red, _ = engine(
-        *DF, *SHORT, "engine/admission=decision", "engine/guard=rid", "faults.drop_void_output=true"
+        *DF,
+        *SHORT,
+        "engine/admission=decision",
+        "engine/guard=rid",
+        "faults.drop_void_output.enabled=true",
     )
     assert red["verdict"] == "wedged"
     assert "recv output" in (red["cycle"] or "") or any(
@@ -130,7 +134,7 @@ def test_same_width_divergence_is_caught_by_the_fingerprint(engine):
         "workload.concurrency=4",
         "workload.max_new=4",
         "engine.max_batch=1",
-        "faults.lifo_rank=1",
+        "faults.lifo.rank=1",
         "watch.stall_s=3",
     ]
     green, _ = engine(*same_width)
@@ -160,7 +164,7 @@ def test_host_tier_prefetch_is_reported_unresolved_and_the_guard_serves(engine):
         *DF,
         *SHORT,
         "faults=host_prefetch",
-        "faults.pool_tokens=64",
+        "faults.pool.tokens=64",
         "engine.kv.host_tier=true",
         "engine.kv.prefetch_ms=[2,300]",
     ]

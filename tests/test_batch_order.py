@@ -3,7 +3,7 @@
 Slice 1 made a follower execute rank 0's lengths, but its adder still walked its own waiting
 queue, so the same rid set could run in another order: equal widths, permuted rows. The log
 names it "silent" and leaves it to the full design (execute in decision order, ppx's default).
-Here rank 1 scans its queue newest-first (`faults.lifo_rank=1`), so with
+Here rank 1 scans its queue newest-first (`faults.lifo.rank=1`), so with
 `engine.admission.batch_order=queue` its rows belong to other requests than rank 0's hidden
 states: the row-count check passes, the batch fingerprint stops the group by name, and with
 `engine.width_check=rows` only the oracle sees the wrong tokens. Sim transport, pp=2; one red
@@ -25,7 +25,7 @@ BASE = [
     "workload.num_requests=8",
     "workload.concurrency=4",
     "workload.max_new=4",
-    "faults.lifo_rank=1",
+    "faults.lifo.rank=1",
 ]
 QUEUE = "engine.admission.batch_order=queue"
 WIDTH = re.compile(

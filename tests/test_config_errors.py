@@ -79,12 +79,12 @@ BRANCHES = {
     "width_check": (["engine.width_check=cols"], "engine.width_check='cols': fingerprint | rows"),
     "guard name": (["engine.guard.name=floor"], "engine.guard.name='floor': off | rid | prefix"),
     "fault kind": (
-        ["faults=delay_output", "faults.delay_kind=outptu"],
-        "faults.delay_kind='outptu': chain | proxy | output | decision | lap | tp",
+        ["faults=delay_output", "faults.delay.kind=outptu"],
+        "faults.delay.kind='outptu': chain | proxy | output | decision | lap | tp",
     ),
     "corrupting rank": (
-        ["faults=corrupt_token", "faults.corrupt_rank=0"],
-        "faults.corrupt_rank=0: tokens are sampled on the last rank",
+        ["faults=corrupt_token", "faults.corrupt.rank=0"],
+        "faults.corrupt.rank=0: tokens are sampled on the last rank",
     ),
     "prompt bounds": (
         ["workload.prompt_min=30", "workload.prompt_max=10"],

@@ -64,7 +64,8 @@ def test_every_move_lands_on_a_key_the_schema_has_and_leaves_none_behind() -> No
     schema = OmegaConf.structured(PPXConfig)
     for old, new in RENAMED.items():
         assert OmegaConf.select(schema, new, default="MISSING") != "MISSING", new
-        assert OmegaConf.select(schema, old, default="MISSING") == "MISSING", old
+        if not new.startswith(old + "."):  # a leaf that became a section keeps its path
+            assert OmegaConf.select(schema, old, default="MISSING") == "MISSING", old
 
 
 def _record_as_before(path: str, edit) -> None:
@@ -113,3 +114,29 @@ def test_an_edited_schedule_or_a_key_ppx_no_longer_has_is_refused(tmp_path, engi
     save(path, sch)
     assert replay([path, "--out", str(tmp_path / "r2")]) == 2
     assert "recorded for another config" in capsys.readouterr().err
+
+
+def test_a_fault_leaf_that_became_a_section_moves_once() -> None:
+    """faults.offer_flap (a count) is now the section faults.offer_flap.{tokens}: the old
+    leaf moves under it, the new path is left alone, in overrides and in a recorded config."""
+    assert migrate_overrides(["faults.offer_flap=7", "faults.pool_tokens=64"]) == [
+        "faults.offer_flap.tokens=7",
+        "faults.pool.tokens=64",
+    ]
+    assert migrate_overrides(["faults.offer_flap.tokens=7"]) == ["faults.offer_flap.tokens=7"]
+    assert renamed_problem(["faults.match_cap.tokens=[1,2]"]) is None
+    old = {"faults": {"name": "x", "offer_flap": 7, "pool_rank": 1, "pool_tokens": 64}}
+    new = {"faults": {"name": "x", "offer_flap": {"tokens": 7}, "pool": {"rank": 1, "tokens": 64}}}
+    assert migrate_config(old) == new
+    assert migrate_config(new) == new
+    # a faults section recorded before the move upgrades to today's schema, every key
+    flat = {"delay_kind": "proxy", "delay_rank": 1, "delay_s": 0.5, "lose_rank": 1}
+    flat |= {"lose_kind": "output", "lose_seq": 2, "drop_void_output": True, "corrupt_rank": -2}
+    flat |= {"corrupt_rid": 3, "corrupt_position": 1, "kill_rank": 1, "kill_after_s": 6.0}
+    flat |= {"pool_rank": 1, "pool_tokens": 64, "lifo_rank": 1, "epoch_desync_rank": 1}
+    flat |= {"offer_flap": 7, "retract_rid": 0, "retract_redeliver": True, "drop_rank": 1}
+    flat |= {"match_cap": [-1, 64, 50], "drop_pass": 2}
+    assert {f"faults.{k}" for k in flat} == {k for k in RENAMED if k.startswith("faults.")}
+    up = OmegaConf.merge(OmegaConf.structured(PPXConfig), migrate_config({"faults": flat}))
+    assert up.faults.match_cap.tokens == [-1, 64, 50] and up.faults.cache_drop.after_pass == 2
+    assert up.faults.drop_void_output.enabled and up.faults.delay.s == 0.5

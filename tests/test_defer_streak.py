@@ -156,7 +156,7 @@ def test_without_the_flap_the_offer_keyed_streak_escalates_too(engine):
     """The control: a standing offer reaches the cap under #944's keying as well; the
     alternation is what defeats it."""
     plain = [o for o in FLAP if o != "faults=offer_flap"] + ["faults=host_prefetch"]
-    s, _ = engine(*plain, "faults.pool_tokens=64", OFFER)
+    s, _ = engine(*plain, "faults.pool.tokens=64", OFFER)
     assert s["verdict"] == "served" and s["escalations"] > 0, s["reason"]
 
 
@@ -186,9 +186,9 @@ REFUSED = {
         "defer_cap=0: the bound is disabled",
     ),
     "miss zero": ([*FLAP, "engine.guard.miss=zero", OFFER], "no rank ever reports unresolved"),
-    "flap negative": ([*FLAP, "faults.offer_flap=-1"], "faults.offer_flap=-1"),
+    "flap negative": ([*FLAP, "faults.offer_flap.tokens=-1"], "faults.offer_flap.tokens=-1"),
     "flap rank_local": (
-        [*SIM[:2], "engine/ordering=upstream", "faults.offer_flap=7"],
+        [*SIM[:2], "engine/ordering=upstream", "faults.offer_flap.tokens=7"],
         "only rank 0's offer flaps",
     ),
 }

@@ -54,7 +54,7 @@ def test_tp_phase_equals_pp_phase(engine):
 
 
 def test_epoch_desync_is_a_named_stop(engine):
-    s, _ = engine("pp=3", *LOAD, *FLIPS, "faults.epoch_desync_rank=2")
+    s, _ = engine("pp=3", *LOAD, *FLIPS, "faults.epoch_desync.rank=2")
     assert s["verdict"] == "stopped"
     assert (
         "epoch desync" in s["reason"]

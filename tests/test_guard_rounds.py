@@ -127,7 +127,7 @@ SIM_630 = [
     "workload.concurrency=1",
     "workload.max_new=4",
     "engine.chunk_size=256",
-    "faults.match_cap=[-1,64,50]",
+    "faults.match_cap.tokens=[-1,64,50]",
     "engine.liveness.livelock_passes=24",
 ]
 
@@ -157,8 +157,8 @@ def test_630_sim_green_rounds_120_64_50_red_no_guard_repeats_120(engine):
 def test_630_every_match_stated_red_repeats_120_green_rounds_120_64_50(engine):
     # the fork's harness states rank 0's match too (120): the told repeats 120 without a floor,
     # as in TerminationAcrossMoreThanOneDownstreamRankTest, instead of rising to 138
-    stated = [o for o in SIM_630 if not o.startswith("faults.match_cap=")]
-    stated.append("faults.match_cap=[120,64,50]")
+    stated = [o for o in SIM_630 if not o.startswith("faults.match_cap.tokens=")]
+    stated.append("faults.match_cap.tokens=[120,64,50]")
     red, d = engine(*stated, "engine/guard=off")
     assert red["verdict"] == "livelocked", red["reason"]
     assert "repeating: [(1, 120, 64)];" in red["reason"] and set(_tolds(d)[1]) == {120}
@@ -177,7 +177,10 @@ REFUSED = {
         ["pp=2", "engine/admission=decision", "engine/guard=rid", "engine.guard.unit=reports"],
         "engine.guard.unit=reports needs pp >= 3",
     ),
-    "match_cap width": (["faults.match_cap=[-1,4]"], "faults.match_cap=[-1, 4]: one token count"),
+    "match_cap width": (
+        ["faults.match_cap.tokens=[-1,4]"],
+        "faults.match_cap.tokens=[-1, 4]: one token count",
+    ),
 }
 
 

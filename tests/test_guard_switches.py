@@ -28,7 +28,7 @@ SIM = [
 HEALS = SKEW_400
 HOST = [
     "faults=host_prefetch",
-    "faults.pool_tokens=64",
+    "faults.pool.tokens=64",
     *SHORT_PREFIXES,
     "engine.kv.host_tier=true",
     "engine.kv.prefetch_ms=[2,300]",

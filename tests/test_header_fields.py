@@ -40,7 +40,7 @@ def test_a_second_owner_of_a_field_is_refused_by_name(lap_fields):
     declare(Kind.LAP, "floor_rid", "engine.admission.prefetch.floor")
     assert declare(Kind.LAP, "floor_rid", "engine.admission.prefetch.floor").word == 0
     with pytest.raises(ValueError, match="'floor_rid' is owned by engine.admission.prefetch.floor"):
-        declare(Kind.LAP, "floor_rid", "faults.retract_rid")
+        declare(Kind.LAP, "floor_rid", "faults.retract.rid")
 
 
 def test_a_full_header_is_refused_naming_its_fields(lap_fields):

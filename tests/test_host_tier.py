@@ -83,9 +83,9 @@ LANDED = [
     "workload.num_requests=2", "workload.num_prefixes=1", "workload.prefix_len=40",
     "workload.prompt_min=1", "workload.prompt_max=1", "workload.max_new=4",
     "workload.concurrency=1", "engine.chunk_size=32", "engine.kv.pool_tokens=64",
-    "faults.pool_rank=1", "faults.pool_tokens=96", "engine.kv.host_tier=true",
-    "engine.kv.prefetch_ms=[20.0,0.0,0.0]", "faults.delay_kind=chain", "faults.delay_rank=0",
-    "faults.delay_s=0.005", "flip.enabled=true", "flip.every_s=0.0", "flip.every_passes=7",
+    "faults.pool.rank=1", "faults.pool.tokens=96", "engine.kv.host_tier=true",
+    "engine.kv.prefetch_ms=[20.0,0.0,0.0]", "faults.delay.kind=chain", "faults.delay.rank=0",
+    "faults.delay.s=0.005", "flip.enabled=true", "flip.every_s=0.0", "flip.every_passes=7",
     "flip.inflight=drain", "engine.transport=sim", "model=hash",
 ]  # fmt: skip
 

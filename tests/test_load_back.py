@@ -24,7 +24,7 @@ HOST = [
     "engine/admission=decision",
     "engine/guard=rid",
     "faults=host_prefetch",
-    "faults.pool_tokens=64",
+    "faults.pool.tokens=64",
     "engine.kv.pool_tokens=64",
     *SHORT_PREFIXES,
     "engine.kv.host_tier=true",

@@ -66,11 +66,11 @@ def test_a_lost_output_message_ends_a_real_run_mismatch(engine):
 
 
 def test_a_lost_message_on_the_simulator_is_the_same_mismatch(engine):
-    s, _ = engine("+exp=micro_load", "pp=3", "faults=lose_message", "faults.lose_rank=2")
+    s, _ = engine("+exp=micro_load", "pp=3", "faults=lose_message", "faults.lose.rank=2")
     assert s["verdict"] == "mismatch"
     assert s["reason"].startswith(LOST_OUTPUT.format(last=2)), s["reason"]
 
 
 def test_an_unknown_message_kind_is_a_config_error():
-    with pytest.raises(ConfigError, match="faults.lose_kind='outptu': chain | proxy"):
-        compose("faults=lose_message", "faults.lose_kind=outptu")
+    with pytest.raises(ConfigError, match="faults.lose.kind='outptu': chain | proxy"):
+        compose("faults=lose_message", "faults.lose.kind=outptu")

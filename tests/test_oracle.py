@@ -61,7 +61,7 @@ def test_a_near_tie_is_tolerated_and_a_clear_choice_is_not(oracle):
 def test_a_wrong_token_from_the_engine_ends_the_run_mismatch(engine):
     s, _ = engine(
         "+exp=micro_load", "engine.transport=gloo", "pp=2", "faults=corrupt_token",
-        "faults.corrupt_rid=2", "faults.corrupt_position=1",
+        "faults.corrupt.rid=2", "faults.corrupt.position=1",
     )  # fmt: skip
     assert s["verdict"] == "mismatch"
     assert s["reason"].startswith("oracle: rid 2 token 1: expected ")
@@ -71,5 +71,5 @@ def test_a_wrong_token_from_the_engine_ends_the_run_mismatch(engine):
 def test_a_corrupt_rank_that_does_not_sample_is_a_config_error():
     from ppx.config import ConfigError
 
-    with pytest.raises(ConfigError, match="faults.corrupt_rank=0: tokens are sampled"):
-        compose("pp=2", "faults=corrupt_token", "faults.corrupt_rank=0")
+    with pytest.raises(ConfigError, match="faults.corrupt.rank=0: tokens are sampled"):
+        compose("pp=2", "faults=corrupt_token", "faults.corrupt.rank=0")

@@ -69,7 +69,7 @@ def test_a_slowed_rank_is_a_straggler_never_a_wedge(engine):
     s, _ = engine(
         "pp=3",
         "faults=slow_rank",
-        "faults.delay_s=0.3",
+        "faults.delay.s=0.3",
         "workload.num_requests=6",
         "workload.max_new=4",
         "watch.stall_s=1",
@@ -81,7 +81,7 @@ def test_a_killed_rank_is_a_dead_peer_not_a_wedge(engine):
     s, _ = engine(
         "pp=3",
         "faults=kill_rank",
-        "faults.kill_after_s=3",
+        "faults.kill.after_s=3",
         "workload.num_requests=200",
         "watch.stall_s=2",
     )

@@ -26,6 +26,7 @@ from ppx.core import Kind, Message, Req
 from ppx.engine.admission import make_seams
 from ppx.engine.cache.host import HostTier
 from ppx.engine.cache.kv import KVCache
+from ppx.engine.faults.rank_faults import RankFaults
 from ppx.protocol.prefetch_carrier import COMPLETE, CONTRADICTION, PENDING, Carrier
 from ppx.protocol.prefetch_floor import tp_absorb, tp_row
 from ppx.protocol.registry import Protocol
@@ -140,6 +141,7 @@ class _Rank0:
                 "flip.enabled": True,
             }
         )
+        self.faults = RankFaults(self.cfg, self.rank)  # none on: every hook inert
         self.t, self.events = SimpleNamespace(now=lambda: 100.0), _Events()
 
     def stop(self, reason, p=None):

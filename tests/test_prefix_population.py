@@ -10,7 +10,7 @@ the first clamped re-offer runs (its launch commits the prefix), S passes after 
 floor can only spare the rids offered in the pass that re-offer runs in; with four prefixes
 round-robin and four requests in flight, no second rid over the same prefix is ever there.
 The population cell below has them: six rids over one prefix arriving a pass apart while rank
-1 has lost it (`faults.drop_rank`). Under the rid guard each fresh rid is offered the whole
+1 has lost it (`faults.cache_drop.rank`). Under the rid guard each fresh rid is offered the whole
 prefix in the same pass as the earlier rids' clamped re-offers, and its refusal voids that
 pass too: rank 1 never heals until the arrivals stop (six rids, six voided passes). Under the
 prefix guard: exactly one voided pass, then the floor clears when the prefix is served.
@@ -111,8 +111,8 @@ POPULATION = [
     "workload.concurrency=6",
     "engine.chunk_size=1024",
     "engine.liveness.livelock_passes=32",
-    "faults.drop_rank=1",
-    "faults.drop_pass=2",
+    "faults.cache_drop.rank=1",
+    "faults.cache_drop.after_pass=2",
 ]
 
 

@@ -129,7 +129,7 @@ def test_sim_the_partial_retraction_stops_at_pass_23(engine, width, reason):
 
 def test_sim_pp3_only_the_retracting_rank_refuses(engine):
     # rank 2's pool is the short one: rank 1 ran pass 29 whole and passed its proxy on
-    s, _ = engine(*SIM, "pp=3", "faults.pool_rank=2", GUARD)
+    s, _ = engine(*SIM, "pp=3", "faults.pool.rank=2", GUARD)
     assert s["verdict"] == "stopped", s["reason"]
     assert s["reason"].startswith("#791c retracted pass: rank2 slot=2 pass=29 excluded rid=5 ")
 

@@ -1,13 +1,13 @@
 """engine.admission.row_probe: a follower's decision row names a rid it cannot locate
 (sgl-project#1180, boot weg1b7).
 
-`faults.retract_rid=0`: rank 0 retracts request 0 rank-locally when its first token is in,
+`faults.retract.rid=0`: rank 0 retracts request 0 rank-locally when its first token is in,
 announces it on its next chain (followers let it go) and re-admits it at once, so its next
 row names a rid no follower holds. `stop` stops there by name; `defer_clock` (before #1180)
 re-arms the blocking chain hedge at every defer, and the second one waits on rank 0, which
 waits on the output of the very pass the follower holds: wedged after 2 defers; `defer_laps`
 (#1180) hedges once and stops by name after #944's cap of 3 probes, the frame still held.
-With `faults.retract_redeliver=true` the next chain hop carries the rid again: both defers
+With `faults.retract.redeliver=true` the next chain hop carries the rid again: both defers
 serve (the hedge reads it), `stop` still stops.
 
 The units below build the fork's own harness state (test_pp_row_defer_cap_1180.py: a
@@ -42,9 +42,9 @@ SIM = [
     "workload.num_requests=4",
     "workload.concurrency=2",
     "workload.max_new=4",
-    "faults.retract_rid=0",
+    "faults.retract.rid=0",
 ]
-REDELIVER = [*SIM, "faults.retract_redeliver=true"]
+REDELIVER = [*SIM, "faults.retract.redeliver=true"]
 
 
 def arm(name: str) -> str:
@@ -226,22 +226,22 @@ def test_refusals():
         ["engine.admission.row_probe=stop"],
         "engine.admission.row_probe=stop means nothing: engine/admission=rank_local",
     )
-    assert_refused(["faults.retract_rid=0"], "faults.retract_rid=0: a row naming a retracted rid")
+    assert_refused(["faults.retract.rid=0"], "faults.retract.rid=0: a row naming a retracted rid")
     # crashed before (the TP phase meets the retracted rid with no row probe): refused now
     assert_refused(
         [
             "engine/admission=decision",
             "engine/ordering=decision_first",
-            "faults.retract_rid=0",
+            "faults.retract.rid=0",
             "flip=every_40_passes",
         ],
-        "faults.retract_rid=0 with flips: the retraction fault is modelled in the PP phase only",
+        "faults.retract.rid=0 with flips: the retraction fault is modelled in the PP phase only",
     )
     assert_refused(
         [
             "engine/admission=decision",
             "engine/ordering=decision_first",
-            "faults.retract_redeliver=true",
+            "faults.retract.redeliver=true",
         ],
-        "faults.retract_redeliver=true means nothing without faults.retract_rid",
+        "faults.retract.redeliver=true means nothing without faults.retract.rid",
     )

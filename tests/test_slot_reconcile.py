@@ -27,7 +27,7 @@ BASE = [
     "engine/ordering=decision_first",
     "engine/guard=rid",
     "faults=host_prefetch",
-    "faults.pool_tokens=64",
+    "faults.pool.tokens=64",
     *SHORT_PREFIXES,
     "engine.kv.host_tier=true",
     "engine.kv.prefetch_ms=[2,300]",

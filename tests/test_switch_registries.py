@@ -25,6 +25,7 @@ OWNERS = {
     "ppx/frontend/kinds.py",
     "ppx/launch/start_methods.py",
     "ppx/sim/scheduler.py",
+    "ppx/sim/timing.py",
     "ppx/engine/transport/sim_nccl_rules.py",
 }
 
@@ -34,7 +35,7 @@ def test_every_switch_is_tabled():
         [
             "engine.kernels.name", "model.name", "workload.name", "engine.start_method",
             "explore.clock", "sim.semantics", "sim.connect", "sim.connect_order",
-            "sim.communicators", "sim.p2p_api", "sim.host_sync",
+            "sim.communicators", "sim.p2p_api", "sim.host_sync", "faults.timing",
         ]
     )  # fmt: skip
 

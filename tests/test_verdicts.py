@@ -28,8 +28,8 @@ def test_a_rank_that_never_finishes_its_send_is_a_straggler(engine):
     s, _ = engine(
         *TINY,
         "faults=slow_rank",
-        "faults.delay_rank=0",
-        "faults.delay_s=600",
+        "faults.delay.rank=0",
+        "faults.delay.s=600",
         "watch.stall_s=1",
         "watch.max_run_s=5",
         "workload.num_requests=2",

@@ -138,8 +138,8 @@ ZOO: tuple[Mutant, ...] = (
     ),
     Z(
         "epoch_rank0_twice", "flip/cutover", "ppx/engine/flip.py",
-        "        ctx.epoch += 1\n        if ctx.rank == self.desync_rank",
-        "        ctx.epoch += 1 if ctx.rank else 2\n        if ctx.rank == self.desync_rank",
+        "        ctx.epoch += 1 + self.cutover.extra_epochs(flips)",
+        "        ctx.epoch += (1 if ctx.rank else 2) + self.cutover.extra_epochs(flips)",
         "rank 0 moves its epoch by two at a cutover (the epoch desync, unplanted)",
         ("tests/test_flip.py",),
     ),

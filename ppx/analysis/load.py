@@ -176,7 +176,7 @@ def _load_table(runs: RunsArg, filename: str, columns: list[str]) -> pd.DataFram
         return pd.DataFrame(columns=columns + ["run_dir", "run_id"])
     out = pd.concat(frames, ignore_index=True)
     if isinstance(runs, pd.DataFrame):
-        # Choices, plus override-key columns added by `with_overrides` (`faults.pool_tokens`,
+        # Choices, plus override-key columns added by `with_overrides` (`faults.pool.tokens`,
         # `engine/guard`), so per-row tables group by the same keys as the runs frame.
         overrides = [c for c in runs.columns if isinstance(c, str) and ("/" in c or "." in c)]
         keys = [k for k in (*_JOIN_KEYS, *overrides) if k in runs and k not in out]
@@ -217,7 +217,7 @@ def override_value(row: pd.Series, key: str) -> Any:
 
 def with_overrides(runs: pd.DataFrame, keys: str | Iterable[str]) -> pd.DataFrame:
     """A copy of `runs` with one string column per override key, named as written
-    (`faults.pool_tokens`, `engine/guard`), so sweeps over knobs that are not config
+    (`faults.pool.tokens`, `engine/guard`), so sweeps over knobs that are not config
     choices can be grouped, plotted and compared like choices. Keys that already are
     columns (`pp`, `guard`) are left as they are."""
     keys = [keys] if isinstance(keys, str) else list(keys)

@@ -2,7 +2,7 @@
 
 They get this small context instead of the rank's whole loop: who this rank is and who its
 neighbours are, the typed config, the wire (transport + channels), the status board and the
-event log, the epoch, the current execution plan (phase, model, cache, scheduler), and
+event log, the rank's injected faults, the epoch, the current execution plan (phase, model, cache, scheduler), and
 `stop`. That is the line between protocol and plumbing.
 """
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 from ppx.core import StopRun
+from ppx.engine.faults.rank_faults import RankFaults
 
 if TYPE_CHECKING:
     from ppx.config import PPXConfig
@@ -45,8 +46,11 @@ class RankContext:
         ch: Channels,
         board: RankBoard,
         events: EventLog,
+        faults: RankFaults | None = None,
     ) -> None:
         self.rank, self.world, self.cfg = rank, world, cfg
+        # this rank's injected faults, by hook kind (ppx/engine/faults/)
+        self.faults = faults if faults is not None else RankFaults(cfg, rank)
         self.t, self.ch, self.board, self.events = t, ch, board, events
         self.prev, self.next = (rank - 1) % world, (rank + 1) % world
         self.is_first, self.is_last = rank == 0, rank == world - 1

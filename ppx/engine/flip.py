@@ -186,13 +186,11 @@ class Epochs:
     def __init__(self, ctx: RankContext, proto: Protocol) -> None:
         self.ctx = ctx
         self.advance_at_release = proto.of(EpochAdvance).at_release
-        self.desync_rank = int(ctx.cfg.faults.epoch_desync_rank)
+        self.cutover = ctx.faults.cutover  # faults.epoch_desync: a rank that miscounts
 
     def advance(self, flips: int) -> None:
         ctx = self.ctx
-        ctx.epoch += 1
-        if ctx.rank == self.desync_rank and flips == 0:
-            ctx.epoch += 1  # faults.epoch_desync_rank: this rank miscounts its first cutover
+        ctx.epoch += 1 + self.cutover.extra_epochs(flips)
 
     def check(self, pass_id: int) -> None:
         ctx = self.ctx

@@ -23,7 +23,7 @@ import torch
 from ppx.core import Flag, Kind, Message, SlotBatch, StopRun
 from ppx.engine.board import ALL_PEERS, F, Op
 from ppx.engine.codec import chain_message, decode_requests
-from ppx.engine.faults.retract import NoRetract
+from ppx.engine.faults.base import Carry
 from ppx.protocol.ordering import Step
 
 if TYPE_CHECKING:
@@ -58,13 +58,13 @@ class PassSteps:
         width: WidthCheck,
         intake: Intake | None,
         results: Results,
-        retract: NoRetract | None = None,
+        carry: Carry | None = None,
     ) -> None:
         self.ctx, self.flip, self.ring, self.width = ctx, flip, ring, width
         self.ordering = ordering  # engine.ordering: this rank's steps, in order
         self.admission, self.returns = seams.admission, seams.returns
         self.intake, self.results = intake, results
-        self.retract = retract or NoRetract()  # faults.retract_rid, else inert
+        self.carry = carry or Carry()  # faults.retract, else inert
         self.sampled: dict[int, torch.Tensor] = {}  # last rank: pass_id -> its sampled tokens
         self.to_relay: Message | None = None  # the output that arrived last pass, relayed next
         # an ordering names its steps (ppx/protocol/ordering.STEPS); each maps to one bound
@@ -106,12 +106,12 @@ class PassSteps:
             reqs, flags = self.intake.take(idle=idle)
             # only rank 0 reads the flip clock; the others learn the flip from this chain
             flags |= Flag.FLIP if self.flip.due(p.pass_id) else 0
-            reqs, flags, aux = self.retract.chain_out(reqs, flags)
+            reqs, flags, aux = self.carry.chain_out(reqs, flags)
             msg = chain_message(reqs, flags, p.slot, p.pass_id, ctx.epoch, aux)
         else:
             msg = ctx.ch.recv(ctx.prev, Kind.CHAIN, p.slot, p.pass_id)
             reqs, flags = decode_requests(msg), msg.flags
-            self.retract.chain_in(ctx.sched, msg)
+            self.carry.chain_in(ctx.sched, msg)
             if msg.epoch != ctx.epoch:
                 ctx.stop(
                     f"epoch desync on the chain (pass {p.pass_id}): rank{ctx.prev} epoch="

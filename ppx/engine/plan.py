@@ -91,11 +91,12 @@ class Planner:
         if e.kv.host_tier:  # one host tier per layout: KV saved in the PP phase reloads in PP
             ms = list(e.kv.prefetch_ms) if e.kv.prefetch_ms is not None else [20.0] * world
             if phase not in self.hosts:
-                self.hosts[phase] = HostTier(cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now)
+                self.hosts[phase] = HostTier(
+                    cache.k, cache.v, float(ms[r]) / 1e3, ctx.t.now, ctx.t.arrival
+                )
             self.hosts[phase].rebind(cache.k, cache.v)
             cache.host = self.hosts[phase]
-        if cfg.faults.match_cap is not None:  # a rank whose tree keeps N tokens of a prompt
-            cache.match_cap = int(cfg.faults.match_cap[r])
+        cache.readiness = ctx.faults.readiness  # faults.match_cap.tokens: what its match reports
         # rank 0 admits what every rank can hold wherever its decision travels (#1045)
         if ctx.is_first and (phase == "tp" or policy_of(cfg).decides):
             cache.slack = self.pools[r] - min(self.pools)  # admit what every rank can hold
@@ -106,7 +107,7 @@ class Planner:
             e.chunk_size,
             e.max_batch,
             self.device,
-            lifo=cfg.faults.lifo_rank == r,
+            candidates=ctx.faults.candidates,  # faults.lifo: the order it scans its queue
             eos=self.eos,
             per_slot=self.per_slot,
             moves=self.moves,

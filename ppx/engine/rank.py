@@ -21,8 +21,7 @@ from ppx.engine.board import Board, F, RankBoard, State
 from ppx.engine.conservation import Conservation
 from ppx.engine.context import RankContext
 from ppx.engine.faults.channels import channels_for
-from ppx.engine.faults.retract import retract_fault
-from ppx.engine.faults.tree import tree_drop
+from ppx.engine.faults.rank_faults import RankFaults
 from ppx.engine.flip import FlipControl
 from ppx.engine.intake import Intake
 from ppx.engine.loop import PassState, PassSteps
@@ -94,11 +93,11 @@ class RankLoop:
         budget = proto.of(Readiness).budget_s()
         # a fault that needs the scheduler asks for the current plan's (a flip replaces it),
         # through the context built next: the lambda reads `ctx` when called, never before
-        ch = channels_for(a.rank, a.world, t, rb, device, cfg, budget, lambda: ctx.sched)
-        self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events)
+        faults = RankFaults(cfg, a.rank)  # this rank's injected faults (ppx/engine/faults)
+        ch = channels_for(a.rank, a.world, t, rb, device, faults.wire, budget, lambda: ctx.sched)
+        self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events, faults)
         self.t, self.events = t, events
         self.debug = _debug()
-        self.drop_tree = tree_drop(cfg, a.rank)  # faults.drop_rank: a rank-local cache loss
         tracer = self._tracer() if self.debug else None
         retracted = proto.of(ToldScope).retracted  # the retract chokepoint's listener
         per_slot = proto.of(Continuations).per_slot
@@ -112,16 +111,14 @@ class RankLoop:
         mx = cfg.model.max_context
         intake = Intake(a.in_q, a.out_q, mx, min(self.planner.pools)) if ctx.is_first else None
         self.intake = intake
-        retract = retract_fault(cfg, a.rank)
-        results = Results(ctx, seams, intake, retract)
+        carry = faults.carry  # faults.retract: what rank 0's chain carries, else inert
+        results = Results(ctx, seams, intake, carry)
         self.tp = TPPhase(ctx, seams, proto, self.flip, intake, results)
         ring, width = Ring.of(proto), proto.of(WidthCheck)
         o = cfg.engine.ordering  # this rank's steps: its per_rank list, or the shared one
         extra = tuple(pass_steps())  # the pass steps designs add (registry.pass_steps)
         ordering = ordering_for(list(o.steps), dict(o.per_rank), ctx.rank, ctx.world, extra)
-        self.steps = PassSteps(
-            ctx, ordering, seams, self.flip, ring, width, intake, results, retract
-        )
+        self.steps = PassSteps(ctx, ordering, seams, self.flip, ring, width, intake, results, carry)
         self.steps.hook_designs(proto.chosen.values())
         self.kv = KVLedger()  # the KV ledger's violations, checked when idle and at teardown
 
@@ -181,7 +178,7 @@ class RankLoop:
         board.set(F.PREFILL_TOKENS, self.sched.tally.prefill)
         if self.intake is not None:
             self.intake.flush_out()
-        self.drop_tree(pass_id, self.cache)  # faults.drop_rank (inert unless this rank)
+        self.ctx.faults.readiness.after_pass(pass_id, self.cache)  # faults.cache_drop
         idle = self.sched.idle
         if idle and not was_idle:
             self.check_ledger("idle")

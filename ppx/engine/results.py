@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ppx.core import Message, SlotBatch
 from ppx.engine.board import F
-from ppx.engine.faults.retract import NoRetract
+from ppx.engine.faults.base import Carry
 
 if TYPE_CHECKING:
     from ppx.engine.admission.seams import Seams
@@ -24,11 +24,11 @@ class Results:
         ctx: RankContext,
         seams: Seams,
         intake: Intake | None,
-        retract: NoRetract | None = None,
+        carry: Carry | None = None,
     ) -> None:
         self.ctx, self.intake = ctx, intake
         self.returns, self.admission = seams.returns, seams.admission
-        self.retract = retract or NoRetract()  # faults.retract_rid (rank 0), else inert
+        self.carry = carry or Carry()  # faults.retract (rank 0), else inert
 
     def apply(self, slot: int, batch: SlotBatch, msg: Message, p) -> None:
         ctx = self.ctx
@@ -62,4 +62,4 @@ class Results:
                 )
             if self.intake is not None:
                 self.intake.token(req.rid, tok, req.finished, req.cached)
-        self.retract.after_output(ctx.sched, done)
+        self.carry.after_output(ctx.sched, done)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ppx.core import Entry, ForwardInputs, Req, SlotBatch
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.cells import Cells
+from ppx.engine.faults.base import Candidates
 from ppx.engine.inputs import forward_inputs
 from ppx.engine.moves import Moves
 
@@ -34,7 +35,7 @@ class Scheduler(Cells):
         max_batch: int,
         device: str = "cpu",
         *,
-        lifo: bool = False,
+        candidates: Candidates | None = None,
         eos: frozenset[int] = frozenset(),
         per_slot: bool = False,
         moves: Moves | None = None,
@@ -50,7 +51,8 @@ class Scheduler(Cells):
         self.locs: dict[int, list[int]] = {}  # pass_id -> out_cache_loc of its batch
         self.tally = Tally()  # the run's prefill accounting (a flip's new plan inherits it)
         self.paused = False  # a flip is draining: nothing new is scheduled
-        self.lifo = lifo  # faults.lifo_rank: this rank scans its queue newest-first
+        # the order it scans its queue in (faults.lifo: newest first), FIFO unless a fault
+        self.scan = candidates or Candidates()
         self.eos = eos  # a checkpoint's EOS ids: sampling one finishes
         # who hears about every move: what came in and what left, kept apart from the places
         # it is held in between (a request dropped from every place is still in the ledger),
@@ -77,7 +79,7 @@ class Scheduler(Cells):
             self.moves.took(r.rid, "the queue it entered")
 
     def drop(self, rid: int) -> None:
-        """Rank 0 retracted `rid` (faults.retract_rid): it leaves this rank, wherever it was
+        """Rank 0 retracted `rid` (faults.retract.rid): it leaves this rank, wherever it was
         (its computed KV stays in the tree)."""
         req = self.reqs.pop(rid, None)
         if req is None:
@@ -152,7 +154,7 @@ class Scheduler(Cells):
         """Prefill candidates in order: the chunked continuation first, then FIFO."""
         cont = self.cont()
         head = [cont] if cont is not None else []
-        return head + (list(reversed(self.waiting)) if self.lifo else list(self.waiting))
+        return head + self.scan.order(list(self.waiting))
 
     def admit_entry(self, req: Req, prefix_len: int, budget: int) -> Entry | None:
         """Admit `req` (if new) with `prefix_len` from the tree and take up to `budget` new

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ppx.engine.faults.rank_faults import RunFaults
 from ppx.engine.model.weights import Dims
 
 
@@ -24,6 +25,4 @@ def pool_sizes(cfg) -> list[int]:
     """Per-rank KV pool sizes (in real PP they differ: an honest divergence source)."""
     ppr = cfg.engine.kv.pool_per_rank
     sizes = list(ppr) if ppr is not None else [int(cfg.engine.kv.pool_tokens)] * int(cfg.pp)
-    if 0 <= cfg.faults.pool_rank < len(sizes):
-        sizes[cfg.faults.pool_rank] = int(cfg.faults.pool_tokens)
-    return sizes
+    return RunFaults(cfg).pool_sizes(sizes)  # faults.pool: one rank's pool skewed

@@ -4,7 +4,7 @@
 - `queue`: the follower's own waiting queue's order (#791 forwarded slice 1, its stated gap:
   "NOT COVERED BY THIS SLICE: BATCH ORDER"). The same rids and lengths, so the same width:
   only the proxy's fingerprint (or the oracle, behind `engine.width_check=rows`) sees rows
-  that belong to other requests. The order differs under `faults.lifo_rank=1`.
+  that belong to other requests. The order differs under `faults.lifo.rank=1`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The design under test (admission, ordering, guard, every protocol switch, pp, the model) is
 the composed config; a scenario draws what a researcher would otherwise pick by hand to reach
 a corner of it: a small workload, pool pressure (`engine.kv.pool_tokens` on every rank, and
-one rank's `faults.pool_rank`/`pool_tokens`), a host
-tier whose load-back on one rank is slow, a rank-local retraction (`faults.retract_rid`, where
+one rank's `faults.pool.rank`/`.tokens`), a host
+tier whose load-back on one rank is slow, a rank-local retraction (`faults.retract.rid`, where
 the design carries rank 0's decision), a delayed channel, flips (how often, how many, what
 happens to the slots in flight, whether a continuation survives the cutover), the chunk size
 and the batch slots. Drawing and shrinking are
@@ -80,7 +80,7 @@ class Pressure:
         if self.pool_all > 0:
             o.append(f"engine.kv.pool_tokens={self.pool_all}")
         if self.pool_rank >= 0:
-            o += [f"faults.pool_rank={self.pool_rank}", f"faults.pool_tokens={self.pool_tokens}"]
+            o += [f"faults.pool.rank={self.pool_rank}", f"faults.pool.tokens={self.pool_tokens}"]
         if self.host_rank >= 0:
             ms = [0.0] * pp
             ms[self.host_rank] = self.prefetch_ms
@@ -100,12 +100,12 @@ class Faults:
     def overrides(self) -> list[str]:
         o = []
         if self.retract_rid >= 0:  # redelivered: the row probe's hedge meets the late hop
-            o += [f"faults.retract_rid={self.retract_rid}", "faults.retract_redeliver=true"]
+            o += [f"faults.retract.rid={self.retract_rid}", "faults.retract.redeliver=true"]
         if self.delay_kind is not None:
             o += [
-                f"faults.delay_kind={self.delay_kind}",
-                f"faults.delay_rank={self.delay_rank}",
-                f"faults.delay_s={self.delay_s}",
+                f"faults.delay.kind={self.delay_kind}",
+                f"faults.delay.rank={self.delay_rank}",
+                f"faults.delay.s={self.delay_s}",
             ]
         return o
 
@@ -223,7 +223,7 @@ def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
             if d(st.booleans(), label="flip mid-prefill"):
                 flips["due"] = Clock.name
     faults: dict = {}
-    # faults.retract_rid with flips: a TP-phase follower meets the retracted rid with no row
+    # faults.retract.rid with flips: a TP-phase follower meets the retracted rid with no row
     # probe (rank1 `admit_entry`: "not in deque"), a limit of the fault, not of a design
     if decides and not flips and d(st.booleans(), label="retraction"):
         faults["retract_rid"] = d(st.integers(0, n - 1))

@@ -32,6 +32,7 @@ from ppx.sim.scenario import Scenario, compose, scenarios
 from ppx.sim.schedule import Schedule, config_hash, save
 from ppx.sim.shrink import shrink
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
+from ppx.sim.timing import sim_tasks
 
 
 @dataclass
@@ -77,7 +78,7 @@ class ScenarioSearch:
         cfg = compose(self.base, sc)
         runner = Runner(cfg, self.log)
         seen: dict[str, int] = {}
-        tasks, horizon = int(cfg.pp) + 1, 0
+        tasks, horizon = sim_tasks(cfg), 0
         for j in range(self.per):
             seed = self.seed0 + j
             if j % 2 == 0:

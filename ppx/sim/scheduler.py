@@ -65,7 +65,8 @@ class Task:
     reads: tuple = ()  # the shared objects `pred` reads (the step after the wait starts there)
     done: bool = False
     abnormal: bool = False  # left through a stop or an error: the run ends now
-    killed: bool = False  # faults.kill_rank: parked for good
+    killed: bool = False  # faults.kill.rank: parked for good
+    daemon: bool = False  # not work: the run is done without it (ppx/sim/timing.py)
     glet: greenlet.greenlet | None = None
 
 
@@ -113,8 +114,8 @@ class Scheduler:
         self.watch = watch
 
     # -- building a run ----------------------------------------------------------------------
-    def spawn(self, name: str, fn: Callable[[], None]) -> Task:
-        t = Task(len(self.tasks), name, fn)
+    def spawn(self, name: str, fn: Callable[[], None], daemon: bool = False) -> Task:
+        t = Task(len(self.tasks), name, fn, daemon=daemon)
         t.glet = greenlet.greenlet(lambda: self._body(t))
         self.tasks.append(t)
         return t
@@ -220,7 +221,7 @@ class Scheduler:
                 live = self._live()
             if self.control.abnormal:
                 return "failed"
-            if not live:
+            if all(t.daemon for t in live):
                 return "done"
             ready = [t for t in live if t.pred is None or t.pred()]
             if not ready:
@@ -287,7 +288,7 @@ class Scheduler:
 
     def blocked(self) -> dict[int, str]:
         """What each parked task waits for (the simulator's own blocked-on record)."""
-        return {t.tid: t.label for t in self.tasks if not t.done}
+        return {t.tid: t.label for t in self.tasks if not t.done and not t.daemon}
 
     def close(self) -> None:
         """Unwind every parked task (TaskKilled inside it, so its `finally` blocks run):

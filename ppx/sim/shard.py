@@ -19,6 +19,7 @@ from ppx.sim.registry import members_of, reduction_of
 from ppx.sim.runner import Runner
 from ppx.sim.shrink import shrink
 from ppx.sim.strategy import RandomStrategy
+from ppx.sim.timing import sim_tasks
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Plan:
         x = cfg.explore
         self.x, self.shard, self.shards = x, shard, shards
         self.n, self.seed0 = int(x.schedules), int(x.seed)
-        self.tasks = int(cfg.pp) + 1  # the ranks and the frontend
+        self.tasks = sim_tasks(cfg)
         self.members = members_of(x)
         self.walker = None
         if any(k.walk for k in self.members):

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 
 from ppx.core import stop_verdict
 from ppx.engine.board import Board
+from ppx.engine.faults.rank_faults import RunFaults
 from ppx.engine.process import write_report
 from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport.sim import SimTransport, SimWire
@@ -29,6 +30,7 @@ from ppx.run_tally import RunTally
 from ppx.sim.registry import one_run_strategy
 from ppx.sim.scheduler import CLOCK, DONE, Scheduler
 from ppx.sim.strategy import ReplayStrategy
+from ppx.sim.timing import FAULT_TIMINGS, Timing, sim_tasks
 from ppx.supervisor import METRICS_EVERY_S, first_failure
 from ppx.watch import postmortem
 from ppx.watch.waitfor import cycle_text, find_cycle, graph
@@ -129,7 +131,7 @@ class SimSupervisor:
         # what the explorer builds once for all its schedules: the typed config, the models
         self.typed, self.models = typed, models
         x = cfg.explore
-        self.strategy = strategy or one_run_strategy(x, self.world + 1)
+        self.strategy = strategy or one_run_strategy(x, sim_tasks(cfg))
         self.sched = Scheduler(
             self.strategy,
             float(cfg.sim.step_us) * 1e-6,
@@ -222,9 +224,11 @@ class SimSupervisor:
             )
             self.sched.spawn(f"rank{r}", lambda a=a: self._rank(a))
         front = self.sched.spawn("frontend", self._frontend)
-        f = self.cfg.faults
-        if 0 <= f.kill_rank < self.world:  # counted from boot: virtual time starts there
-            self.sched.kill_at(f.kill_rank, float(f.kill_after_s))
+        if FAULT_TIMINGS.of(typed):  # after the ranks and the frontend: their tids stay put
+            self.wire.timing = Timing(self.sched)
+        kill = RunFaults(self.cfg).kill(self.world)  # faults.kill
+        if kill is not None:  # counted from boot: virtual time starts there
+            self.sched.kill_at(*kill)
         try:
             end = self.sched.run()
             verdict, reason = self._verdict(end, front)
@@ -272,7 +276,7 @@ class SimSupervisor:
             if dead:
                 return (
                     "dead_peer",
-                    f"rank(s) {dead} gone (killed at {self.cfg.faults.kill_after_s}s)",
+                    f"rank(s) {dead} gone (killed at {self.cfg.faults.kill.after_s}s)",
                 )
             return "wedged", (
                 f"no task can run: deadlock found at step {s.steps} (virtual {s.now:.3f}s)"

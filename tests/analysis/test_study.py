@@ -297,11 +297,11 @@ def test_defs_merge_columns_and_short_names(tmp_path) -> None:
         """
         question: q
         defs:
-          A: &A {faults: pool_skew, faults.pool_tokens: 400, workload.num_requests: 24}
+          A: &A {faults: pool_skew, faults.pool.tokens: 400, workload.num_requests: 24}
         cells:
           - {<<: *A, engine/admission: rank_local}
           - {<<: *A, engine/admission: decision, engine/guard: "off"}
-        columns: [faults.pool_tokens, engine/admission, engine/guard]
+        columns: [faults.pool.tokens, engine/admission, engine/guard]
         """
     )
     (tmp_path / "fam.yaml").write_text(text)
@@ -309,14 +309,14 @@ def test_defs_merge_columns_and_short_names(tmp_path) -> None:
     cells = study.expand()
     assert cells[1] == {
         "faults": "pool_skew",
-        "faults.pool_tokens": "400",
+        "faults.pool.tokens": "400",
         "workload.num_requests": "24",
         "engine/admission": "decision",
         "engine/guard": "off",  # quoted in YAML, else it would be the boolean false
     }
-    assert study.cell_keys == ["faults.pool_tokens", "engine/admission", "engine/guard"]
+    assert study.cell_keys == ["faults.pool.tokens", "engine/admission", "engine/guard"]
     assert (
-        cell_name(cells[0], study.cell_keys) == "faults.pool_tokens=400 engine/admission=rank_local"
+        cell_name(cells[0], study.cell_keys) == "faults.pool.tokens=400 engine/admission=rank_local"
     )
     assert cell_name(cells[0]).startswith("faults=pool_skew ")
     with pytest.raises(ValueError, match="columns"):

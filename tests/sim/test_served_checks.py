@@ -27,7 +27,7 @@ from ppx.sim.strategy import RandomStrategy
 
 DESIGN = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first"]
 DESIGN += ["engine/guard=rid"]
-SKEW = ["faults.pool_rank=1", "faults.pool_tokens=96", "workload.num_requests=4"]
+SKEW = ["faults.pool.rank=1", "faults.pool.tokens=96", "workload.num_requests=4"]
 SKEW += ["workload.num_prefixes=1", "workload.prefix_len=24"]
 FLIP_VOID = ["flip.enabled=true", "flip.every_s=0.0", "flip.every_passes=4", "flip.max_flips=2"]
 FLIP_VOID += ["flip.inflight=void"]

@@ -6,7 +6,7 @@ on_refusal=void, rank 1's pool skewed to 400 tokens): rank 1 raised `KV pool exh
 explorer found it at pp=3 (`explore.strategy=pct`, schedule 7 of 150, model=micro):
 
     python -m ppx.explore pp=3 model=micro engine/ordering=decision_first faults=pool_skew \\
-      faults.pool_tokens=400 workload.num_prefixes=4 workload.num_requests=24 \\
+      faults.pool.tokens=400 workload.num_prefixes=4 workload.num_requests=24 \\
       workload.concurrency=4 workload.max_new=8 engine.liveness.livelock_passes=32 \\
       engine/admission=forwarded engine/guard=rid engine.admission.on_refusal=void \\
       explore.strategy=pct explore.schedules=150

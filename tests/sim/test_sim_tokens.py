@@ -48,14 +48,14 @@ SMALL = ["pp=3", "model=micro", "workload.num_requests=6", "workload.max_new=6"]
 
 
 def test_a_killed_rank_is_a_dead_peer_counted_from_boot(engine):
-    s, _ = engine(*SMALL, "engine.transport=sim", "faults=kill_rank", "faults.kill_after_s=0.05")
+    s, _ = engine(*SMALL, "engine.transport=sim", "faults=kill_rank", "faults.kill.after_s=0.05")
     assert s["verdict"] == "dead_peer", s["reason"]
     assert s["reason"].startswith("rank(s) [1] gone")
 
 
 def test_a_slow_link_serves_and_costs_virtual_time(engine):
     fast, _ = engine(*SMALL, "engine.transport=sim")
-    slow, _ = engine(*SMALL, "engine.transport=sim", "faults=slow_rank", "faults.delay_s=0.05")
+    slow, _ = engine(*SMALL, "engine.transport=sim", "faults=slow_rank", "faults.delay.s=0.05")
     assert fast["verdict"] == slow["verdict"] == "served"
     assert slow["sim"]["virtual_s"] > fast["sim"]["virtual_s"] + 0.5  # 0.05 s per proxy sent
 

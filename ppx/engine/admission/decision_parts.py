@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ppx.engine.admission.prefill import Offer
-from ppx.engine.faults.offer import NoOfferFault, offer_fault
+from ppx.engine.faults.base import Readiness
 from ppx.protocol import prefetch_floor as pf
 from ppx.protocol.guard.defer_streak import DeferStreak
 from ppx.protocol.guard.floors import Floors
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 class DecisionParts:
     guard: Guard
     carrier: Carrier | None
-    offer: NoOfferFault  # faults.offer_flap (rank 0 only), else inert
+    offer: Readiness  # faults.offer_flap.tokens (rank 0 only), else inert
     load_back: LoadBack
     told_rows: ToldScope
     voids: VoidMode
@@ -59,7 +59,7 @@ def decision_parts(ctx: RankContext, proto: Protocol, carrier: Carrier | None) -
     return DecisionParts(
         guard=guard,
         carrier=carrier,
-        offer=offer_fault(ctx.cfg, ctx.rank),
+        offer=ctx.faults.readiness,
         load_back=proto.of(LoadBack),
         told_rows=proto.of(ToldScope),
         voids=proto.of(VoidMode),
@@ -95,7 +95,7 @@ class DecisionOffer(Offer):
 
     def match(self, req: Req) -> int:
         parts = self.parts
-        return parts.offer.read(req.rid, parts.load_back.match(self.ctx.sched.cache, req))
+        return parts.offer.offer(req.rid, parts.load_back.match(self.ctx.sched.cache, req))
 
     def clamp(self, req: Req, local: int) -> int | None:
         want = self.parts.guard.clamp(req.rid, req.tokens, local)

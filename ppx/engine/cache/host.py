@@ -7,7 +7,8 @@ is not a measurement).
 
 A load lands `prefetch_s` after it started, on the rank's clock (the transport's: wall time
 on gloo, virtual time in the simulator, where a landing is a scheduler event and never a
-sleep). The rank only ever learns of a landing by asking (`pending_for`, `finished`), so the
+sleep), or, under faults.timing=choice on the simulator, when the scheduler chooses
+(`arrival`: ppx/sim/timing.py). The rank only ever learns of a landing by asking (`pending_for`, `finished`), so the
 copy is made when it asks: to the rank this is the same as a copy made by a background
 thread, and it keeps one mechanism for both clocks.
 """
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ppx.engine.transport.base import Arrival, ClockArrival
+
 
 @dataclass
 class HostEntry:
@@ -28,7 +31,10 @@ class HostEntry:
     k: list[torch.Tensor]  # per layer [n, kv_heads, head_dim] on the host
     v: list[torch.Tensor]
     slots: list[int] = field(default_factory=list)  # pool slots while loading
-    lands_at: float = 0.0  # clock time at which the load completes
+    landing: Arrival | None = None  # the load under way (None: not loading)
+
+    def landed(self) -> bool:
+        return self.landing is not None and self.landing.landed()
 
     @property
     def length(self) -> int:
@@ -42,8 +48,12 @@ class HostTier:
         v_pool: list[torch.Tensor],
         prefetch_s: float,
         clock: Callable[[], float] = time.monotonic,
+        arrival: Callable[[float, str], Arrival] | None = None,
     ) -> None:
-        self.k_pool, self.v_pool, self.prefetch_s, self.clock = k_pool, v_pool, prefetch_s, clock
+        self.k_pool, self.v_pool, self.prefetch_s = k_pool, v_pool, prefetch_s
+        # when a load started now lands: `prefetch_s` later on `clock`, unless the transport
+        # lets the simulator's scheduler choose (Transport.arrival)
+        self.arrival = arrival or (lambda delay_s, label: ClockArrival(clock, delay_s))
         # keyed by the tokens before the leaf plus its first token (siblings differ there)
         self.entries: dict[tuple[int, ...], HostEntry] = {}
         self.loading: dict[tuple[int, ...], HostEntry] = {}
@@ -71,7 +81,7 @@ class HostTier:
     def pending_for(self, tokens: list[int], matched: int) -> bool:
         """Is a load of what extends `tokens[:matched]` under way (not landed yet)?"""
         e = self.loading.get(tuple(tokens[: matched + 1]))
-        return e is not None and self.clock() < e.lands_at
+        return e is not None and not e.landed()
 
     def holds(self, tokens: list[int], matched: int) -> bool:
         """Does the host hold a continuation of `tokens[:matched]` (loadable now)?"""
@@ -100,7 +110,7 @@ class HostTier:
             [v[:n] for v in e.v],
             slots,
         )
-        e.lands_at = self.clock() + self.prefetch_s  # the rank-local part: a slow host link
+        e.landing = self.arrival(self.prefetch_s, "host load")  # the rank-local part: a slow link
         self.loading[key] = e
         return True
 
@@ -108,9 +118,8 @@ class HostTier:
         """Admissions come first: give back the slots of loads not landed yet (the host
         copies stay, loadable later)."""
         freed = []
-        now = self.clock()
         for key, e in list(self.loading.items()):
-            if now >= e.lands_at:
+            if e.landed():
                 continue
             freed += e.slots
             del self.loading[key]
@@ -119,8 +128,7 @@ class HostTier:
 
     def finished(self) -> list[HostEntry]:
         """Loads whose copy completed; the caller inserts them into the tree (main thread)."""
-        now = self.clock()
-        out = [e for e in self.loading.values() if now >= e.lands_at]
+        out = [e for e in self.loading.values() if e.landed()]
         for e in out:
             idx = torch.tensor(e.slots, dtype=torch.int64, device=self.k_pool[0].device)
             for layer, (k, v) in enumerate(zip(e.k, e.v)):

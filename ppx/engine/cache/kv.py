@@ -14,6 +14,7 @@ import torch
 
 from ppx.core import Req
 from ppx.engine.cache.radix import Node, RadixTree
+from ppx.engine.faults.base import Readiness
 
 if TYPE_CHECKING:
     from ppx.engine.cache.host import HostTier
@@ -63,7 +64,7 @@ class KVCache:
         self.evictions = 0
         self.slack = 0  # rank 0 under a decision policy admits against the smallest pool
         self.host: HostTier | None = None  # engine.kv.host_tier is on
-        self.match_cap = -1  # faults.match_cap for this rank (-1: the whole match)
+        self.readiness = Readiness()  # the rank's faults on what its match reports
         self._pending_rows: list | None = None  # req_to_token writes held by `batched_rows`
 
     # -- capacity -------------------------------------------------------------------------
@@ -123,8 +124,8 @@ class KVCache:
         return self._capped(len(self.tree.match(tokens[: max(len(tokens) - 1, 0)])[0]))
 
     def _capped(self, n: int) -> int:
-        # faults.match_cap: this rank reports (and so reuses) at most `match_cap` tokens
-        return n if self.match_cap < 0 else min(n, self.match_cap)
+        # faults.match_cap.tokens: this rank reports (and so reuses) fewer tokens than it holds
+        return self.readiness.match(n)
 
     def land_prefetches(self) -> None:
         """Insert finished host loads into the tree (main thread only)."""
@@ -254,7 +255,7 @@ class KVCache:
         del self.rows[req.rid], self.tree_len[req.rid]
 
     def drop_unlocked(self) -> None:
-        """Evict every cached prefix no request holds (faults.drop_rank: a rank-local loss)."""
+        """Evict every cached prefix no request holds (faults.cache_drop.rank: a rank-local loss)."""
         self.free += self.tree.evict(self.tree.evictable)
 
     def clear_tree(self) -> None:

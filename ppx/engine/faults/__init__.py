@@ -1,9 +1,9 @@
-"""Injected faults: wrappers around the wire and rank 0's match, never `if`s in the pass.
+"""Injected faults as plug-ins: hooks the engine calls, never `if`s in the pass.
 
-Each is off by default and exists so a check or a design can be seen failing for real:
-`channels.py` wraps a rank's channels (a delay on one kind, a lost message, a dropped void
-output, a corrupted sampled token); `offer.py` wraps rank 0's radix match (`offer_flap`).
-Faults that shape the run rather than a rank's data path live where they act: kills in the
-supervisor, pool skew in `shapes`, the LIFO queue scan in the scheduler's constructor, the
-epoch miscount in the flip.
+Each fault is off by default and exists so a check or a design can be seen failing for real.
+A fault is one class (wire.py, offer.py, retract.py, tree.py, skews.py, run_level.py) that
+owns one section of the `faults` config (ppx/fault_sections.py) and implements only the hook
+kinds it acts through (base.py); the registry (registry.py) lists them, one line each; a rank
+holds its active faults' hooks chained by kind (rank_faults.py). docs/extending.md has the
+recipe for adding one.
 """

@@ -34,6 +34,22 @@ class Handle(Protocol):
     def wait(self) -> object: ...
 
 
+class Arrival(Protocol):
+    """A timed effect under way (a host-tier load, a delayed send): has it landed yet?"""
+
+    def landed(self) -> bool: ...
+
+
+class ClockArrival:
+    """An effect that lands `delay_s` after it started, on `clock`."""
+
+    def __init__(self, clock: Callable[[], float], delay_s: float) -> None:
+        self.clock, self.at = clock, clock() + max(delay_s, 0.0)
+
+    def landed(self) -> bool:
+        return self.clock() >= self.at
+
+
 class Transport:
     rank: int
     world: int
@@ -88,6 +104,16 @@ class Transport:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    # -- a fault's timing: fixed here, a choice of the simulator's scheduler there -------
+    def arrival(self, delay_s: float, label: str) -> Arrival:
+        """A timed effect starting now (a host-tier load): it lands `delay_s` later on this
+        clock. The simulator may let its scheduler choose when instead (faults.timing)."""
+        return ClockArrival(self.now, delay_s)
+
+    def hold(self, delay_s: float, label: str) -> None:
+        """Hold the caller until a timed effect lands (a slow link's send)."""
+        self.sleep(delay_s)
 
     def wait_for(
         self, pred: Callable[[], bool], label: str, deadline: float | None = None,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ppx.engine.transport.base import Transport
+from ppx.engine.transport.base import Arrival, Transport
 from ppx.engine.transport.sim_nccl import NcclPlane
 from ppx.engine.transport.sim_nccl_rank import NcclEndpoint
 from ppx.engine.transport.sim_nccl_rules import SEMANTICS, NcclRules
@@ -58,6 +58,9 @@ class SimWire:
         self.coll_seq = [0] * world
         nccl = sim is not None and SEMANTICS.get(sim.semantics).nccl
         self.nccl = NcclPlane(world, NcclRules.of(sim)) if nccl else None
+        # faults.timing=choice: the run's daemon that lands timed effects when the scheduler
+        # picks it (ppx/sim/timing.py); None: they land after their delay
+        self.timing = None
 
 
 class _Handle:
@@ -182,6 +185,19 @@ class SimTransport(Transport):
 
     def sleep(self, seconds: float) -> None:
         self.sched.sleep(seconds, f"sleep {seconds:g}s")
+
+    def arrival(self, delay_s: float, label: str) -> Arrival:
+        """faults.timing=choice: the scheduler lands it when its strategy picks (a choice
+        point, searched like any interleaving), not `delay_s` later."""
+        if self.wire.timing is None:
+            return super().arrival(delay_s, label)
+        return self.wire.timing.arrival(f"rank{self.rank} {label}")
+
+    def hold(self, delay_s: float, label: str) -> None:
+        if self.wire.timing is None:
+            return self.sleep(delay_s)
+        a = self.wire.timing.arrival(f"rank{self.rank} {label}")  # the sender waits for it
+        self.sched.wait_until(a.landed, f"held: {label}", reads=(a.key,))
 
     def wait_for(
         self, pred, label: str, deadline: float | None = None, poll_s: float = 0.0

@@ -1,0 +1,72 @@
+"""A fault's timing as a choice point (faults.timing=choice).
+
+With `fixed` timing a timed effect lands after its configured delay: a host-tier load
+`engine.kv.prefetch_ms` after it started, a slow link's send `faults.delay.s` after it was
+issued. Each run then meets the effect at the same point of its schedule, so a race between
+the effect and the ranks' steps is reached only if someone picks the one delay that hits it.
+
+With `choice` the scheduler decides. Every timed effect becomes a pending arrival, and one
+daemon task lands the pending arrivals, oldest first, one per step; the strategy picks that
+task like any other runnable task, so random, pct, dfs and exhaustive search where in the
+ranks' steps each effect lands, and a saved schedule replays it (the choice is a task id, as
+every other choice). The daemon's step writes the arrival's footprint key and a rank that
+asks `landed()` reads it, so the dfs reduction sees the race and never prunes it. The daemon
+is not work: a run is done when every other task is, and it is never blocked on.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ppx.sim.scheduler import READ, WRITE
+from ppx.switch import Switch
+
+# faults.timing -> does the simulator's scheduler choose when timed effects land?
+FAULT_TIMINGS: Switch[bool] = Switch("faults.timing", {"fixed": False, "choice": True})
+
+PENDING = ("arrivals",)  # footprint key: the queue of arrivals not landed yet
+
+
+def sim_tasks(cfg) -> int:
+    """The tasks of one simulated run: the ranks, the frontend and, under choice timing, the
+    daemon that lands timed effects (spawned last, so the others keep their task ids)."""
+    return int(cfg.pp) + 1 + int(FAULT_TIMINGS.of(cfg))
+
+
+class ChosenArrival:
+    """One timed effect; lands when the daemon's step that takes it is chosen."""
+
+    def __init__(self, sched, key: tuple, label: str) -> None:
+        self.sched, self.key, self.label = sched, key, label
+        self.fired = False
+
+    def landed(self) -> bool:
+        self.sched.touch(self.key, READ)
+        return self.fired
+
+
+class Timing:
+    """The daemon task of one run: lands pending arrivals, one per step, oldest first."""
+
+    def __init__(self, sched) -> None:
+        self.sched = sched
+        self.pending: deque[ChosenArrival] = deque()
+        self.made = self.landed = 0
+        sched.spawn("fault timing", self.run, daemon=True)
+
+    def arrival(self, label: str) -> ChosenArrival:
+        a = ChosenArrival(self.sched, ("arrival", self.made), label)
+        self.made += 1
+        self.pending.append(a)
+        self.sched.touch(PENDING, WRITE)
+        return a
+
+    def run(self) -> None:
+        pending = self.pending
+        while True:
+            self.sched.wait_until(lambda: bool(pending), "fault timing", reads=(PENDING,))
+            a = pending.popleft()
+            a.fired = True
+            self.landed += 1
+            self.sched.touch(a.key, WRITE)
+            self.sched.touch(PENDING, WRITE)
