@@ -13,6 +13,8 @@ from ppx.config_renames import DROPPED, RENAMED, migrate_config, renamed_problem
 from ppx.sim.schedule import config_hash, upgraded
 
 TODAY = OmegaConf.to_container(OmegaConf.structured(PPXConfig), resolve=True)
+# issue 34's moves (the faults sections' moves are held by tests/test_config_renames.py)
+SPLIT = {old: new for old, new in RENAMED.items() if not old.startswith("faults.")}
 
 
 def _has(tree: dict, key: str) -> bool:
@@ -27,7 +29,7 @@ def _has(tree: dict, key: str) -> bool:
 def _as_recorded_before_the_split(config: dict) -> dict:
     """Today's resolved config written with the old keys (each moved leaf put back)."""
     old = copy.deepcopy(config)
-    for was, now in RENAMED.items():
+    for was, now in SPLIT.items():
         *head, leaf = now.split(".")
         parent = old
         for part in head:
@@ -58,7 +60,7 @@ def _as_recorded_before_the_split(config: dict) -> dict:
 
 
 def test_every_new_key_is_in_the_schema_and_no_old_one_is():
-    for was, now in RENAMED.items():
+    for was, now in SPLIT.items():
         assert _has(TODAY, now), now
         assert was == "explore.shrink" or not _has(TODAY, was), was
     assert not any(_has(TODAY, k) for k in DROPPED)
