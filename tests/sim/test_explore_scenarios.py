@@ -115,7 +115,13 @@ def test_a_surviving_continuation_is_drawn_only_where_the_design_leaves_it_open(
     def drawn(*overrides: str) -> set[tuple[str, str]]:
         seen: set[tuple[str, str]] = set()
 
-        @settings(max_examples=150, database=None, suppress_health_check=list(HealthCheck))
+        # derandomized: a fixed draw sequence, so the coverage asserted below is not luck
+        @settings(
+            max_examples=150,
+            database=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(scenarios(explorer_cfg(*overrides)))
         def draw(sc: Scenario) -> None:
             seen.add((sc.flips.continuation, sc.flips.due))
