@@ -93,14 +93,19 @@ def moved(key: str) -> str | None:
     return None
 
 
+def _rewritten(override: str) -> tuple[str, str, str] | None:
+    """(old key, new key, the override at the new key) for an override that says a moved
+    key; None for any other."""
+    parts = _split(override)
+    new = moved(parts[1]) if parts else None
+    if parts is None or new is None:
+        return None
+    return parts[1], new, f"{parts[0]}{new}{parts[2]}"
+
+
 def migrate_overrides(overrides: Iterable[str]) -> list[str]:
     """The overrides with every moved key written at its new path."""
-    out = []
-    for o in overrides:
-        parts = _split(o)
-        new = moved(parts[1]) if parts else None
-        out.append(o if parts is None or new is None else f"{parts[0]}{new}{parts[2]}")
-    return out
+    return [r[2] if (r := _rewritten(o)) else o for o in overrides]
 
 
 def _parent(tree: dict, path: list[str]) -> dict | None:
@@ -138,10 +143,18 @@ def migrate_config(config: dict) -> dict:
 def renamed_problem(overrides: Iterable[str]) -> str | None:
     """One line naming the first override that uses a moved key, or None."""
     for o in overrides:
+        if (r := _rewritten(o)) is not None:
+            old, new, written = r
+            return f"{old} was renamed {new}: write {written}"
+    return None
+
+
+def _fault_problem(overrides: Iterable[str]) -> str | None:
+    """One line naming the first override of a fault or fault field the schema has not."""
+    for o in overrides:
         parts = _split(o)
-        new = moved(parts[1]) if parts else None
-        if parts is not None and new is not None:
-            return f"{parts[1]} was renamed {new}: write {parts[0]}{new}{parts[2]}"
+        if parts is not None and (problem := fault_key_problem(parts[1])) is not None:
+            return problem
     return None
 
 
@@ -149,11 +162,7 @@ def refuse_renamed(argv: list[str] | None = None, prog: str = "ppx") -> None:
     """Exit 2 with one line when a command line says a moved key, or a fault or fault field
     the schema has not (before Hydra parses it)."""
     args = [a for a in (sys.argv[1:] if argv is None else argv) if "=" in a]
-    problem = renamed_problem(args)
-    for a in args if problem is None else ():
-        parts = _split(a)
-        if parts is not None and (problem := fault_key_problem(parts[1])) is not None:
-            break
+    problem = renamed_problem(args) or _fault_problem(args)
     if problem:
         print(f"{prog}: config error: {problem}", file=sys.stderr)
         sys.exit(2)

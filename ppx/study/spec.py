@@ -181,7 +181,8 @@ def parse_study(data: dict[str, Any], name: str, path: Path | None = None) -> St
     if runner not in ("run", "explore"):
         raise ValueError(f"study {name}: runner must be run or explore, got {runner!r}")
     written = [str(b) for b in data.get("base") or []]
-    written += [f"{k}=" for k in sweep] + [f"{k}=" for c in cells for k in c]
+    written += [f"{k}={v[0]}" for k, v in sweep.items() if v]
+    written += [f"{k}={v}" for c in cells for k, v in c.items()]
     if (problem := renamed_problem(written)) is not None:  # before any cell is spawned
         raise ValueError(f"study {name}: {problem}")
     return Study(

@@ -138,6 +138,3 @@ class RunLevel:
     def kill(self, world: int) -> tuple[int, float] | None:
         """(rank, seconds after boot) the supervisor of `world` ranks SIGKILLs; None: no one."""
         return None
-
-
-HOOK_KINDS: tuple[type, ...] = (Candidates, Readiness, Carry, Wire, Cutover, RunLevel)
