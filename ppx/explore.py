@@ -82,8 +82,11 @@ def _scenarios(cfg, out_dir: str, overrides: list[str], config_name: str) -> Non
     groups = ", ".join(f"{k} {v}" for k, v in s["mechanism_groups"].items())
     print(f"ppx.explore: {s['reason']} in {s['wall_s']}s", flush=True)
     print(f"ppx.explore: mechanisms (scenarios fired in): {groups}", flush=True)
+    for group, why in s["mechanisms_absent"].items():
+        print(f"ppx.explore: absent from the design: {group} ({why})", flush=True)
     if s["mechanisms_missing"]:
-        print(f"ppx.explore: never fired: {', '.join(s['mechanisms_missing'])}", flush=True)
+        missing = ", ".join(s["mechanisms_missing"])
+        print(f"ppx.explore: never fired (the design has them): {missing}", flush=True)
 
 
 def log_to_wandb(cfg, out_dir: str, s: dict, ex, overrides: list[str], config_name: str) -> None:

@@ -68,14 +68,19 @@ class Coverage:
         self.mechanisms.update({m: 1 for m in mech})
         return novelty
 
-    def missing(self) -> list[str]:
-        return [m for m in MECHANISMS if not self.mechanisms[m]]
+    def missing(self, absent: dict[str, str] | None = None) -> list[str]:
+        """The groups the design has (not in `absent`) that fired in no scenario."""
+        return [m for m in MECHANISMS if not self.mechanisms[m] and m not in (absent or {})]
 
-    def as_dict(self) -> dict:
+    def as_dict(self, absent: dict[str, str] | None = None) -> dict:
         """summary.json's keys: `mechanisms` (every counter name -> scenarios in which it
-        fired), `mechanism_groups` (MECHANISMS' names -> the same), `mechanisms_missing`."""
+        fired), `mechanism_groups` (MECHANISMS' names -> the same), `mechanisms_absent` (the
+        groups the design cannot fire, each with its reason: design_scope.absent, decided
+        from the config) and `mechanisms_missing` (the groups it has that never fired)."""
+        absent = absent or {}
         return {
             "mechanisms": {k: int(self.counters[k]) for k in COUNTER_NAMES},
             "mechanism_groups": {m: int(self.mechanisms[m]) for m in MECHANISMS},
-            "mechanisms_missing": self.missing(),
+            "mechanisms_absent": {m: absent[m] for m in MECHANISMS if m in absent},
+            "mechanisms_missing": self.missing(absent),
         }

@@ -18,15 +18,18 @@ Batching, Pressure, Faults, Flips), each writing its own overrides.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from ppx.config import ConfigError
-from ppx.protocol.continuations import Retract, Survive
+from ppx.protocol.continuations import CONTINUATIONS, CUTOVER, PerSlot, Retract, Survive
+from ppx.protocol.flip_due import AXIS as DUE
 from ppx.protocol.flip_due import Clock, Drained
 from ppx.protocol.policy import policy_of
+from ppx.sim.design_scope import open_switches
 
 # the pressure and timing values drawn (the first of each list is where a shrink goes)
 POOL_TOKENS = (96, 64, 128)
@@ -36,6 +39,9 @@ DELAY_S = (0.005, 0.02, 0.05)
 CHUNKS = (64, 8, 16, 32)
 BATCH_SLOTS = (16, 1, 2, 4)
 PREFIX_LEN = (16, 0, 8, 24, 40)
+# a flip mid-prefill: prompts of several chunks (the probe that picked them: docs/simulation.md)
+MID_PREFIX_LEN = (40, 24)
+MID_CHUNKS = (8, 16)
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,9 @@ class Flips:
     inflight: str = "drain"
     continuation: str = Retract.name  # flip.continuation: "survive" carries it across the cutover
     due: str = Drained.name  # flip.due: "clock" starts a due flip with a prompt mid-prefill
+    # engine.admission.continuations=per_slot: a continuation per slot, so a cutover into the
+    # one-slot TP plan can carry two (the #959 guard's second_continuation_refusals)
+    per_slot: bool = False
 
     def overrides(self) -> list[str]:
         if self.every <= 0:
@@ -134,6 +143,8 @@ class Flips:
             o.append(f"flip.continuation={self.continuation}")
         if self.due != Drained.name:
             o.append(f"flip.due={self.due}")
+        if self.per_slot:
+            o.append(f"{CONTINUATIONS.key}={PerSlot.name}")
         return o
 
 
@@ -165,36 +176,56 @@ class Scenario:
         return asdict(self)
 
 
-def scenarios(base) -> st.SearchStrategy[Scenario]:
+def scenarios(base, overrides: Iterable[str] = ()) -> st.SearchStrategy[Scenario]:
     """Scenarios within the design `base` names: a retraction only where rank 0's decision
-    travels, ranks and rids within the world and the workload."""
+    travels, ranks and rids within the world and the workload; the cutover's continuation,
+    when a flip may start and where continuations live drawn only where the design leaves
+    them open (design_scope.open_switches: a switch the design names is the design under
+    test, `overrides` the Hydra overrides that composed it)."""
     pp = int(base.pp)
-    decides = policy_of(base).decides
-    # the cutover's continuation (and when a flip may start) is drawn only where the design
-    # leaves both at their defaults (a design that names them is the design under test)
-    survive = pp >= 2 and base.flip.continuation == Retract.name and base.flip.due == Drained.name
-    return st.builds(_draw, st.data(), st.just(pp), st.just(decides), st.just(survive))
+    open_ = open_switches(base, overrides)
+    carries = pp >= 2 and (CUTOVER.key in open_ or base.flip.continuation == Survive.name)
+    draw = Draw(pp, policy_of(base).decides, open_, carries)
+    return st.builds(_draw, st.data(), st.just(draw))
 
 
-def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
+@dataclass(frozen=True)
+class Draw:
+    """What the design leaves a scenario to draw."""
+
+    pp: int
+    decides: bool  # rank 0's decision travels: a rank-local retraction means something
+    open_: frozenset[str] = frozenset()  # design_scope.open_switches
+    carries: bool = False  # a continuation can survive a cutover (drawn or the design's)
+
+
+def _draw(data, w: Draw) -> Scenario:
     d = data.draw
-    n = d(st.integers(1, 6), label="requests")
-    lo = d(st.integers(1, 8))
+    pp = w.pp
+    # a flip mid-prefill that carries the continuation: a long prompt, a small chunk and
+    # flips often, drawn together (one in four scenarios where a continuation can survive),
+    # so carried continuations and the #959 guard's refusals are reached within seconds
+    # rather than left to the conjunction of five independent draws (~1 scenario in 60)
+    mid = w.carries and d(st.sampled_from((False, False, False, True)), label="flip mid-prefill")
+    n = d(st.integers(2 if mid else 1, 6), label="requests")
+    lo = d(st.integers(8, 12) if mid else st.integers(1, 8))
     load = Load(
         num_requests=n,
         num_prefixes=d(st.integers(1, 3)),
-        prefix_len=d(st.sampled_from(PREFIX_LEN)),
+        prefix_len=d(st.sampled_from(MID_PREFIX_LEN if mid else PREFIX_LEN)),
         prompt_min=lo,
         prompt_max=lo + d(st.integers(0, 12)),
         max_new=d(st.integers(1, 6)),
-        concurrency=d(st.integers(1, n)),
+        # two at once at least: a continuation beside another resident mid-prefill
+        concurrency=d(st.integers(2 if mid else 1, n)),
     )
-    batching = Batching(d(st.sampled_from(CHUNKS)), d(st.sampled_from(BATCH_SLOTS)))
+    chunk = d(st.sampled_from(MID_CHUNKS if mid else CHUNKS))
+    batching = Batching(chunk, d(st.sampled_from(BATCH_SLOTS)))
     pressure: dict = {}
     if d(st.booleans(), label="pool pressure on every rank"):
         # a request longer than the pool is refused at submission (the run still serves)
         pressure["pool_all"] = d(st.sampled_from(POOL_TOKENS))
-    if d(st.booleans(), label="pool pressure"):
+    if pp >= 2 and d(st.booleans(), label="pool pressure"):
         pressure |= {
             "pool_rank": d(st.integers(1, pp - 1)),
             "pool_tokens": d(st.sampled_from(POOL_TOKENS)),
@@ -205,27 +236,20 @@ def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
             "prefetch_ms": d(st.sampled_from(PREFETCH_MS)),
         }
     flips: dict = {}
-    if d(st.booleans(), label="flips"):
+    if mid or d(st.booleans(), label="flips"):
         flips = {
             # a flip every pp + 1 passes at least: faster, with a slow load-back on rank 0, no
             # token is ever committed (found at every 2 and 3 passes at pp=3, 4 requests,
             # prefetch 50 ms: `livelocked`, engine.liveness.livelock_flips; served from 4 on)
-            "every": d(st.integers(pp + 1, 12)),
-            "max_flips": d(st.integers(0, 4)),
+            "every": d(st.integers(pp + 1, 8 if mid else 12)),
+            "max_flips": d(st.integers(1 if mid else 0, 4)),
             "inflight": d(st.sampled_from(("drain", "void"))),
         }
-        if survive and d(st.booleans(), label="continuation survives"):
-            # flip.continuation=survive: a continuation carried un-retracted (carried_at_flip),
-            # and in the one-slot TP plan the #959 guard's second_continuation_refusals
-            flips["continuation"] = Survive.name
-            # at flip.due=drained a flip waits for the prompt mid-prefill to finish, so there
-            # is never a continuation to carry: the stopwatch starts it mid-prefill
-            if d(st.booleans(), label="flip mid-prefill"):
-                flips["due"] = Clock.name
+        flips |= _carry(d, w, mid)
     faults: dict = {}
     # faults.retract.rid with flips: a TP-phase follower meets the retracted rid with no row
     # probe (rank1 `admit_entry`: "not in deque"), a limit of the fault, not of a design
-    if decides and not flips and d(st.booleans(), label="retraction"):
+    if w.decides and not flips and d(st.booleans(), label="retraction"):
         faults["retract_rid"] = d(st.integers(0, n - 1))
     if d(st.booleans(), label="delay"):
         faults |= {
@@ -234,6 +258,26 @@ def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
             "delay_s": d(st.sampled_from(DELAY_S)),
         }
     return Scenario(load, batching, Pressure(**pressure), Faults(**faults), Flips(**flips))
+
+
+def _carry(d, w: Draw, mid: bool) -> dict:
+    """The flips' continuation switches, each where the design leaves it open (`mid`: the
+    flip mid-prefill that carries, all on)."""
+    out: dict = {}
+    if CUTOVER.key in w.open_ and (mid or d(st.booleans(), label="continuation survives")):
+        # flip.continuation=survive: a continuation carried un-retracted (carried_at_flip)
+        out["continuation"] = Survive.name
+    if not (w.carries and (out or CUTOVER.key not in w.open_)):
+        return out  # nothing survives a cutover: where it starts and how many live is moot
+    # at flip.due=drained a flip waits for the prompt mid-prefill to finish, so there is
+    # never a continuation to carry: the stopwatch starts it mid-prefill
+    if DUE.key in w.open_ and (mid or d(st.booleans(), label="flip mid-prefill")):
+        out["due"] = Clock.name
+    # one continuation per rank never leaves a second resident for the one-slot TP plan to
+    # refuse: per slot, a cutover carries one per slot (#959's second_continuation_refusals)
+    if CONTINUATIONS.key in w.open_ and d(st.booleans(), label="a continuation per slot"):
+        out["per_slot"] = True
+    return out
 
 
 def compose(base, scenario: Scenario):

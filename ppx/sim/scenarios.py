@@ -18,6 +18,7 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -26,9 +27,11 @@ from hypothesis import seed as hyp_seed
 
 from ppx.config import ConfigError
 from ppx.sim.coverage import Coverage
+from ppx.sim.design_scope import absent, open_switches
 from ppx.sim.report import replay_command
 from ppx.sim.runner import COLUMNS, Result, Runner
 from ppx.sim.scenario import Scenario, compose, scenarios
+from ppx.sim.scenario_shrink import shrink_scenario
 from ppx.sim.schedule import Schedule, config_hash, save
 from ppx.sim.shrink import shrink
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
@@ -58,9 +61,12 @@ class _OutOfTime(Exception):
 
 
 class ScenarioSearch:
-    def __init__(self, base, log, echo=print) -> None:
+    def __init__(self, base, log, echo=print, overrides: Iterable[str] = ()) -> None:
         x = base.explore
         self.base, self.log, self.echo = base, log, echo
+        # the Hydra overrides that composed the design: a switch they name is never drawn
+        self.overrides = tuple(overrides)
+        self.absent = absent(base, open_switches(base, self.overrides))
         self.per = int(x.scenario_schedules)
         self.seed0 = int(x.seed)
         self.budget_s, self.shrink_s = float(x.budget_s), float(x.shrinker.scenario_s)
@@ -69,7 +75,8 @@ class ScenarioSearch:
         self.first: Find | None = None
         self.best: Find | None = None  # the smallest failing scenario seen (the shrink's)
         self.found_at: dict = {}
-        self.shrink_runs = 0
+        self.shrink_runs = 0  # Hypothesis's shrink candidates run
+        self.greedy_runs = 0  # scenario_shrink's candidates run (before Hypothesis's)
         self.t0 = time.time()
         self.shrink_t0 = 0.0
 
@@ -101,10 +108,9 @@ class ScenarioSearch:
 
     def property(self, sc: Scenario) -> None:
         searching = self.first is None
-        now = time.time()
         if searching and self.out_of_time():
             raise _OutOfTime
-        if not searching and self.shrink_s and now - self.shrink_t0 > self.shrink_s:
+        if not searching and self.shrink_out_of_time():
             return  # the shrink's time is spent: the smallest failure so far is kept
         try:
             seen, find = self.run_scenario(sc, record=searching)
@@ -123,6 +129,7 @@ class ScenarioSearch:
                 self.echo(
                     f"ppx.explore: scenario {self.coverage.scenarios - 1} fails: {find.result.key}"
                 )
+                self.shrink_greedy()
         else:
             self.shrink_runs += 1
             if find is None or find.result.key != self.first.result.key:
@@ -131,6 +138,27 @@ class ScenarioSearch:
                 self.best = find
         if find is not None:  # one raise site: Hypothesis tells failures apart by where
             raise _Failed(find.result.key)
+
+    def shrink_out_of_time(self) -> bool:
+        return bool(self.shrink_s) and time.time() - self.shrink_t0 > self.shrink_s
+
+    def shrink_greedy(self) -> None:
+        """The find's requests deleted and its parts switched off first (scenario_shrink.py),
+        within the shrink's time; Hypothesis's shrinker gets the rest and keeps a candidate
+        only if it is no larger than what this pass kept."""
+        key = self.first.result.key
+
+        def fails(c: Scenario) -> bool:
+            try:
+                _, find = self.run_scenario(c, record=False)
+            except ConfigError:
+                return False  # a combination the design refuses
+            if find is None or find.result.key != key:
+                return False
+            self.best = find
+            return True
+
+        _, self.greedy_runs = shrink_scenario(self.best.scenario, fails, self.shrink_out_of_time)
 
     def search(self, n: int) -> None:
         """`n` scenarios in rounds of ROUND, each its own Hypothesis search (seed, round):
@@ -147,7 +175,7 @@ class ScenarioSearch:
         return bool(self.budget_s) and time.time() - self.t0 > self.budget_s
 
     def search_round(self, n: int, seed: int) -> None:
-        prop = given(scenarios(self.base))(self.property)
+        prop = given(scenarios(self.base, self.overrides))(self.property)
         prop = settings(
             max_examples=n,
             database=None,
@@ -173,7 +201,7 @@ def explore_scenarios(base, out_dir: str, overrides: list[str], echo, config_nam
     x = base.explore
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "ranks.log"), "w") as log:
-        s = ScenarioSearch(base, log, echo)
+        s = ScenarioSearch(base, log, echo, overrides)
         s.search(int(x.scenarios))
         wall = time.time() - s.t0
         failures = {}
@@ -196,7 +224,7 @@ def explore_scenarios(base, out_dir: str, overrides: list[str], echo, config_nam
         "verdict": s.first.result.verdict if s.first else ("served" if n else "none"),
         "reason": f"{s.coverage.scenarios} scenarios, {n} schedules: {counts}",
         "found": found,
-        **s.coverage.as_dict(),
+        **s.coverage.as_dict(s.absent),
     }
     return out
 
@@ -232,7 +260,8 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
         "requests": [first.scenario.load.num_requests, best.scenario.load.num_requests],
         "scenario": best.scenario.as_dict(),
         "overrides": best.scenario.overrides(pp),
-        "scenario_shrink_runs": s.shrink_runs,
+        "scenario_shrink_runs": s.greedy_runs + s.shrink_runs,
+        "scenario_shrink": {"greedy_runs": s.greedy_runs, "hypothesis_runs": s.shrink_runs},
         "schedule_shrink": {
             "delays": list(sh.delays), "choice_points": list(sh.length), "runs": sh.runs,
         },
@@ -244,7 +273,8 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
         json.dump(found, fh, indent=1)
     echo(
         f"ppx.explore: failure: {r.key}; scenario shrunk {found['requests'][0]} -> "
-        f"{found['requests'][1]} requests in {s.shrink_runs} runs, schedule {sh.length[0]} -> "
+        f"{found['requests'][1]} requests in {s.greedy_runs} + {s.shrink_runs} runs (greedy + "
+        f"Hypothesis), schedule {sh.length[0]} -> "
         f"{sh.length[1]} choice points; replayed exactly: {replayed}"
     )
     echo(f"  replay: {found['replay']}")

@@ -107,13 +107,13 @@ def test_bad_scenario_knobs_are_refused_in_one_line():
     assert_refused(["explore.scenarios=5", "explore.fanout.workers=2"], "runs in one process")
 
 
-def test_a_surviving_continuation_is_drawn_only_where_the_design_leaves_it_open():
+def test_the_continuation_switches_are_drawn_only_where_the_design_leaves_them_open():
     from hypothesis import HealthCheck, given, settings
 
     from ppx.sim.scenario import scenarios
 
-    def drawn(*overrides: str) -> set[tuple[str, str]]:
-        seen: set[tuple[str, str]] = set()
+    def drawn(*overrides: str) -> set[tuple[str, str, bool]]:
+        seen: set[tuple[str, str, bool]] = set()
 
         # derandomized: a fixed draw sequence, so the coverage asserted below is not luck
         @settings(
@@ -122,24 +122,33 @@ def test_a_surviving_continuation_is_drawn_only_where_the_design_leaves_it_open(
             derandomize=True,
             suppress_health_check=list(HealthCheck),
         )
-        @given(scenarios(explorer_cfg(*overrides)))
+        @given(scenarios(explorer_cfg(*overrides), overrides))
         def draw(sc: Scenario) -> None:
-            seen.add((sc.flips.continuation, sc.flips.due))
+            f = sc.flips
+            seen.add((f.continuation, f.due, f.per_slot))
 
         draw()
         return seen
 
     assert drawn(*DECISION) >= {
-        ("survive", "clock"),
-        ("survive", "drained"),
-        ("retract", "drained"),
+        ("survive", "clock", True),
+        ("survive", "clock", False),
+        ("survive", "drained", False),
+        ("retract", "drained", False),
     }
-    # the design names the flip's continuation (or its start): the scenarios keep it
-    fixed = ["flip.enabled=true", "flip.due=clock"]
-    assert drawn(*DECISION, *fixed) == {("retract", "drained")}
-    sc = Scenario(flips=Flips(every=4, max_flips=1, continuation="survive", due="clock"))
+    # the design names a switch, even at its default value: the scenarios keep it (the
+    # others stay open: the cutover's continuation is still drawn)
+    named = drawn(*DECISION, "engine.admission.continuations=one", "flip.due=drained")
+    assert {(c, d, p) for c, d, p in named} >= {("survive", "drained", False)}
+    assert {d for _, d, _ in named} == {"drained"} and {p for *_, p in named} == {False}
+    # a continuation the design re-queues at a cutover: nothing about carrying one is drawn
+    assert drawn(*DECISION, "flip.continuation=retract") == {("retract", "drained", False)}
+    sc = Scenario(
+        flips=Flips(every=4, max_flips=1, continuation="survive", due="clock", per_slot=True)
+    )
     cfg = compose(explorer_cfg(*DECISION), sc)
     assert (cfg.flip.continuation, cfg.flip.due) == ("survive", "clock")
+    assert cfg.engine.admission.continuations == "per_slot"
 
 
 def test_the_search_runs_in_rounds_so_hypothesis_targets_within_a_budget(tmp_path):

@@ -1,0 +1,77 @@
+"""A failing scenario's first shrink: delete requests, then switch parts off (greedy, cheapest
+candidates first), before Hypothesis's own shrinker gets what is left of the time.
+
+Hypothesis shrinks the choice sequence that drew the scenario: a general search, thorough
+given time, but each candidate is a whole scenario run (several schedules) and at a few
+seconds a candidate, 30 s of it ran out with six requests still there (docs/simulation.md,
+the zoo's shrunk sizes). Here the candidates are the ones that pay most, in the order they
+cost least: the first k requests for k = 1, 2, ... (request i depends only on the seed and i,
+ppx/frontend/workloads.py, so a scenario of k requests is the failing one's first k: its
+other requests deleted), then each part (faults, pressure, flips, batching) back to its
+default, then each field of a part back to its own, then fewer new tokens and a shorter
+shared prefix. A candidate is kept when it fails with the
+same failure key and is smaller (`Scenario.size`); the pass restarts from the kept one and
+ends when no candidate is kept or the time is spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import fields, replace
+
+from ppx.sim.scenario import PREFIX_LEN, Scenario
+
+
+def with_requests(sc: Scenario, k: int) -> Scenario:
+    """The scenario's first `k` requests: the concurrency and the retracted rid within them."""
+    load = replace(sc.load, num_requests=k, concurrency=min(sc.load.concurrency, k))
+    faults = sc.faults
+    if faults.retract_rid >= k:
+        faults = replace(faults, retract_rid=k - 1)
+    return replace(sc, load=load, faults=faults)
+
+
+def candidates(sc: Scenario) -> Iterator[Scenario]:
+    """Smaller scenarios than `sc`, cheapest and biggest step first."""
+    for k in range(1, sc.load.num_requests):
+        yield with_requests(sc, k)
+    parts = [f.name for f in fields(sc) if f.name != "load"]
+    for name in parts:  # a whole part off: the fault, the pressure, the flips, the batching
+        part = getattr(sc, name)
+        default = type(part)()
+        if part != default:
+            yield replace(sc, **{name: default})
+    for name in [f.name for f in fields(sc)]:  # one field of a part back to its default
+        part = getattr(sc, name)
+        for f in fields(part):
+            if name == "load" and f.name in ("num_requests", "concurrency"):
+                continue  # the requests were tried above
+            if getattr(part, f.name) != f.default:
+                yield replace(sc, **{name: replace(part, **{f.name: f.default})})
+    # the numbers the size counts after the requests, each lower, smallest first
+    load = sc.load
+    for v in range(2, load.max_new):
+        yield replace(sc, load=replace(load, max_new=v))
+    for v in sorted(x for x in PREFIX_LEN if x < load.prefix_len):
+        yield replace(sc, load=replace(load, prefix_len=v))
+
+
+def shrink_scenario(
+    sc: Scenario, fails: Callable[[Scenario], bool], out_of_time: Callable[[], bool]
+) -> tuple[Scenario, int]:
+    """The smallest scenario the greedy pass reaches from `sc` (which fails), and the number of
+    candidates it ran. `fails(c)`: c fails with the failure key being shrunk."""
+    best, runs = sc, 0
+    progressed = True
+    while progressed and not out_of_time():
+        progressed = False
+        for c in candidates(best):
+            if out_of_time():
+                break
+            if c.size() >= best.size():
+                continue  # a field the size does not count: not smaller, not tried
+            runs += 1
+            if fails(c):
+                best, progressed = c, True
+                break
+    return best, runs
