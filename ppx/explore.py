@@ -79,14 +79,23 @@ def _scenarios(cfg, out_dir: str, overrides: list[str], config_name: str) -> Non
 
     s = explore_scenarios(cfg, out_dir, overrides, print, config_name)
     write_summary(os.path.join(out_dir, "summary.json"), s)
-    groups = ", ".join(f"{k} {v}" for k, v in s["mechanism_groups"].items())
     print(f"ppx.explore: {s['reason']} in {s['wall_s']}s", flush=True)
-    print(f"ppx.explore: mechanisms (scenarios fired in): {groups}", flush=True)
-    for group, why in s["mechanisms_absent"].items():
-        print(f"ppx.explore: absent from the design: {group} ({why})", flush=True)
+    print("\n".join(coverage_lines(s)), flush=True)
+
+
+def coverage_lines(s: dict) -> list[str]:
+    """What a scenario exploration ran: each group's scenarios, the groups the design cannot
+    fire (and why), and the groups it has that never fired."""
+    groups = ", ".join(f"{k} {v}" for k, v in s["mechanism_groups"].items())
+    lines = [f"ppx.explore: mechanisms (scenarios fired in): {groups}"]
+    lines += [
+        f"ppx.explore: absent from the design: {group} ({why})"
+        for group, why in s["mechanisms_absent"].items()
+    ]
     if s["mechanisms_missing"]:
         missing = ", ".join(s["mechanisms_missing"])
-        print(f"ppx.explore: never fired (the design has them): {missing}", flush=True)
+        lines.append(f"ppx.explore: never fired (the design has them): {missing}")
+    return lines
 
 
 def log_to_wandb(cfg, out_dir: str, s: dict, ex, overrides: list[str], config_name: str) -> None:

@@ -237,11 +237,14 @@ def _draw(data, w: Draw) -> Scenario:
         }
     flips: dict = {}
     if mid or d(st.booleans(), label="flips"):
+        # a flip every pp + 1 passes at least: faster, with a slow load-back on rank 0, no
+        # token is ever committed (found at every 2 and 3 passes at pp=3, 4 requests,
+        # prefetch 50 ms: `livelocked`, engine.liveness.livelock_flips); with rank 0's
+        # load-back 50 or 150 ms late, pp + 1 churns too (half of the runs at every 4 passes,
+        # 2-5 requests, max_batch 2), pp + 2 serves
+        least = pp + 2 if pressure.get("host_rank") == 0 else pp + 1
         flips = {
-            # a flip every pp + 1 passes at least: faster, with a slow load-back on rank 0, no
-            # token is ever committed (found at every 2 and 3 passes at pp=3, 4 requests,
-            # prefetch 50 ms: `livelocked`, engine.liveness.livelock_flips; served from 4 on)
-            "every": d(st.integers(pp + 1, 8 if mid else 12)),
+            "every": d(st.integers(least, 8 if mid else 12)),
             "max_flips": d(st.integers(1 if mid else 0, 4)),
             "inflight": d(st.sampled_from(("drain", "void"))),
         }

@@ -1,0 +1,83 @@
+"""The greedy scenario shrink (ppx/sim/scenario_shrink.py): requests deleted first, then parts
+and fields back to their defaults, a candidate kept only when it fails alike and is smaller."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from explore_helpers import explorer_cfg
+
+from ppx.sim.runner import Result
+from ppx.sim.scenario import Batching, Faults, Flips, Load, Pressure, Scenario
+from ppx.sim.scenario_shrink import candidates, shrink_scenario, with_requests
+from ppx.sim.scenarios import Find, ScenarioSearch
+
+SIX = Scenario(
+    Load(num_requests=6, num_prefixes=2, prefix_len=40, max_new=5, concurrency=4),
+    Batching(8, 2),
+    Pressure(pool_rank=1, pool_tokens=64, host_rank=0, prefetch_ms=50.0),
+    Faults(retract_rid=5, delay_kind="chain", delay_rank=1, delay_s=0.02),
+    Flips(every=5, max_flips=2, inflight="void", continuation="survive", due="clock"),
+)
+
+
+def _needs_two_on_a_cut_pool(sc: Scenario) -> bool:
+    """A bug that takes two requests beside a follower's cut pool, and nothing else."""
+    return sc.load.num_requests >= 2 and sc.pressure.pool_rank == 1
+
+
+def test_requests_are_deleted_first_smallest_first():
+    first = [c.load.num_requests for c in list(candidates(SIX))[:5]]
+    assert first == [1, 2, 3, 4, 5]
+    two = with_requests(SIX, 2)
+    # the concurrency and the retracted rid stay within the requests kept
+    assert (two.load.concurrency, two.faults.retract_rid) == (2, 1)
+    assert all(c.size() < SIX.size() for c in candidates(SIX) if c != SIX)
+
+
+def test_a_failure_that_needs_two_requests_and_a_cut_pool_shrinks_to_that():
+    ran: list[Scenario] = []
+
+    def fails(c: Scenario) -> bool:
+        ran.append(c)
+        return _needs_two_on_a_cut_pool(c)
+
+    best, runs = shrink_scenario(SIX, fails, lambda: False)
+    assert best.load.num_requests == 2 and best.pressure.pool_rank == 1
+    assert best.faults == Faults() and best.flips == Flips() and best.batching == Batching()
+    assert best.load.max_new == Load().max_new and best.pressure.host_rank == -1
+    assert runs == len(ran) and ran[0].load.num_requests == 1  # the cheapest candidate first
+    # red arm: a failure that needs all six requests (and everything on) stays as found
+    best, _ = shrink_scenario(SIX, lambda c: c == SIX, lambda: False)
+    assert best == SIX
+
+
+def test_the_greedy_shrink_stops_when_its_time_is_spent():
+    best, runs = shrink_scenario(SIX, _needs_two_on_a_cut_pool, lambda: True)
+    assert (best, runs) == (SIX, 0)
+
+
+def test_the_search_shrinks_its_find_greedily_before_hypothesis_does():
+    """ScenarioSearch.shrink_greedy keeps the smallest candidate that fails with the find's
+    key: one that fails otherwise is not the failure being shrunk."""
+    s = ScenarioSearch(
+        explorer_cfg("pp=3", "engine/admission=decision", "engine/ordering=decision_first"),
+        io.StringIO(),
+    )
+
+    def result(key_reason: str) -> Result:
+        return Result({"verdict": "stopped", "reason": key_reason, "cycle": None}, [])
+
+    def run_scenario(c: Scenario, record: bool):
+        if c.load.num_requests == 1:  # one request fails too, but otherwise
+            return {}, Find(c, result("another failure"), "random", 0)
+        ok = _needs_two_on_a_cut_pool(c)
+        return {}, Find(c, result("the failure"), "random", 0) if ok else None
+
+    s.run_scenario = run_scenario
+    s.first = s.best = Find(SIX, result("the failure"), "random", 0)
+    s.shrink_t0 = time.time()
+    s.shrink_greedy()
+    assert s.best.scenario.load.num_requests == 2 and s.greedy_runs > 0
+    assert s.best.result.key == s.first.result.key
