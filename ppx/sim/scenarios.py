@@ -4,12 +4,15 @@ Hypothesis draws N scenarios (scenario.py) within the composed design; each runs
 `explore.scenario_schedules` schedules (random and PCT by turns). Each scenario's counters
 feed the coverage (coverage.py), and its novelty -- mechanisms that fired in few scenarios so
 far -- is Hypothesis's `target`, so the search climbs toward what has not run yet. The first
-failing schedule stops the search; Hypothesis then shrinks the scenario (a candidate counts as
-failing only with the same failure key), the schedule shrinker (shrink.py) shrinks the
-smallest scenario's schedule, and the pair is saved as `failures/0/scenario.json` (its
-overrides) and `schedule.txt`, replayed exactly once before it is saved, with the command
-that replays it as a full run. `explore.budget_s` bounds the search, `explore.shrinker.scenario_s`
-Hypothesis's shrink (0: unbounded).
+failing schedule stops the search; the scenario shrinks, first greedily (scenario_shrink.py:
+its requests deleted, then its parts switched off), then by Hypothesis's shrinker with the
+time left (a candidate counts as failing only as the find does: `same_failure`), the schedule
+shrinker (shrink.py) shrinks the smallest scenario's schedule, and the pair is saved as
+`failures/0/scenario.json` (its overrides) and `schedule.txt`, replayed exactly once before
+it is saved, with the command that replays it as a full run. `explore.budget_s` bounds the
+search, `explore.shrinker.scenario_s` both shrinks of the scenario (0: unbounded). The design
+decides which mechanism groups can fire at all (design_scope.py): summary.json's
+`mechanisms_absent`, apart from `mechanisms_missing`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from ppx.sim.design_scope import absent, open_switches
 from ppx.sim.report import replay_command
 from ppx.sim.runner import COLUMNS, Result, Runner
 from ppx.sim.scenario import Scenario, compose, scenarios
-from ppx.sim.scenario_shrink import shrink_scenario
+from ppx.sim.scenario_shrink import same_failure, shrink_scenario
 from ppx.sim.schedule import Schedule, config_hash, save
 from ppx.sim.shrink import shrink
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
@@ -132,7 +135,7 @@ class ScenarioSearch:
                 self.shrink_greedy()
         else:
             self.shrink_runs += 1
-            if find is None or find.result.key != self.first.result.key:
+            if find is None or not same_failure(find.result.key, self.first.result.key):
                 return  # passes, or fails otherwise: not the failure being shrunk
             if find.scenario.size() <= self.best.scenario.size():
                 self.best = find
@@ -146,14 +149,13 @@ class ScenarioSearch:
         """The find's requests deleted and its parts switched off first (scenario_shrink.py),
         within the shrink's time; Hypothesis's shrinker gets the rest and keeps a candidate
         only if it is no larger than what this pass kept."""
-        key = self.first.result.key
 
         def fails(c: Scenario) -> bool:
             try:
                 _, find = self.run_scenario(c, record=False)
             except ConfigError:
                 return False  # a combination the design refuses
-            if find is None or find.result.key != key:
+            if find is None or not same_failure(find.result.key, self.first.result.key):
                 return False
             self.best = find
             return True
@@ -254,6 +256,7 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
     )  # fmt: skip
     found = {
         "key": r.key,
+        "key_as_found": first.result.key,  # the shrink keeps the key less a list (same_failure)
         "verdict": r.verdict,
         "reason": r.row["reason"],
         "to_find": s.found_at,

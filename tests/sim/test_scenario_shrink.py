@@ -81,3 +81,23 @@ def test_the_search_shrinks_its_find_greedily_before_hypothesis_does():
     s.shrink_greedy()
     assert s.best.scenario.load.num_requests == 2 and s.greedy_runs > 0
     assert s.best.result.key == s.first.result.key
+
+
+def test_a_ledger_broken_on_other_slots_is_the_same_failure_a_cycle_elsewhere_is_not():
+    from ppx.sim.scenario_shrink import same_failure
+
+    ledger = "mismatch: ledger: rank# # violations, ['slot # both free and tree', 'slot # b']"
+    assert same_failure(
+        "mismatch: ledger: rank# # violations, ['slot # both tree and tree']", ledger
+    )
+    # red arms: another verdict, another check, another cycle, the TP phase's livelock
+    assert not same_failure("stopped: ledger: rank# # violations, ['slot # x']", ledger)
+    assert not same_failure("mismatch: oracle: rid # token #: expected #, got #", ledger)
+    cycle = "wedged: rank0 -[recv output slot=#]-> rank2 -[recv chain]-> rank0"
+    assert same_failure(cycle, cycle)
+    assert not same_failure(
+        "wedged: rank0 -[recv output slot=#]-> rank1 -[recv chain]-> rank0", cycle
+    )
+    pp = "livelocked: livelock: # voided passes; (rid, told, local) repeating: [(#, #, -#)]"
+    tp = "livelocked: livelock: # voided passes (TP phase); (rid, told, local) repeating: [(#, #, #)]"
+    assert not same_failure(tp, pp)
