@@ -43,6 +43,12 @@ def open_switches(base: Any, overrides: Iterable[str] = ()) -> frozenset[str]:
     )
 
 
+def carries(base: Any, open_: frozenset[str]) -> bool:
+    """Can a continuation survive a cutover: flip.continuation=survive, the design's or drawn
+    where it leaves the switch open (Survive.refuse: pp >= 2, both layouts are one at pp=1)."""
+    return int(base.pp) >= 2 and (CUTOVER.key in open_ or select(base, CUTOVER.key) == Survive.name)
+
+
 def flips_refused(base: Any) -> str | None:
     """Why the design refuses the flips a scenario draws (the validator's line), or None."""
     from ppx.sim.scenario import Flips, Scenario, compose
@@ -68,12 +74,7 @@ def absent(base: Any, open_: frozenset[str] = frozenset()) -> dict[str, str]:
     if no_flip is not None:
         for g in ("flips", "cutovers", "carried_continuations"):
             out[g] = f"the design refuses flips: {no_flip}"
-    # flip.continuation=survive needs pp >= 2 (Survive.refuse): both layouts are one at pp=1
-    survives = (
-        no_flip is None
-        and int(base.pp) >= 2
-        and (CUTOVER.key in open_ or select(base, CUTOVER.key) == Survive.name)
-    )
+    survives = no_flip is None and carries(base, open_)
     if no_flip is None and not survives:
         out["carried_continuations"] = (
             f"{CUTOVER.key}={select(base, CUTOVER.key)} is the design's: a cutover re-queues "

@@ -6,10 +6,13 @@ a corner of it: a small workload, pool pressure (`engine.kv.pool_tokens` on ever
 one rank's `faults.pool.rank`/`.tokens`), a host
 tier whose load-back on one rank is slow, a rank-local retraction (`faults.retract.rid`, where
 the design carries rank 0's decision), a delayed channel, flips (how often, how many, what
-happens to the slots in flight, whether a continuation survives the cutover), the chunk size
-and the batch slots. Drawing and shrinking are
-Hypothesis's: every field shrinks toward the smaller or the off value (1 request, no fault,
-no flip), so a failing scenario shrinks to the least that still fails.
+happens to the slots in flight, whether a continuation survives the cutover, whether a flip
+starts mid-prefill and where continuations live: the last three only where the design leaves
+them open, design_scope.py), the chunk size and the batch slots; two corners whose mechanism
+needs several draws at once are drawn whole in one scenario of five each
+(scenario_corners.py). Drawing and shrinking are Hypothesis's: every field shrinks toward the
+smaller or the off value (1 request, no fault, no flip), so a failing scenario shrinks to the
+least that still fails (scenario_shrink.py deletes requests first).
 
 A scenario is a list of `key=value` overrides on top of the design's, so the replay of a saved
 failure is one `python -m ppx.run` command line. It is held as one record per part (Load,
@@ -25,11 +28,20 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from ppx.config import ConfigError
-from ppx.protocol.continuations import CONTINUATIONS, CUTOVER, PerSlot, Retract, Survive
-from ppx.protocol.flip_due import AXIS as DUE
-from ppx.protocol.flip_due import Clock, Drained
+from ppx.protocol.continuations import CONTINUATIONS, PerSlot, Retract
+from ppx.protocol.flip_due import Drained
 from ppx.protocol.policy import policy_of
-from ppx.sim.design_scope import open_switches
+from ppx.sim.design_scope import carries, open_switches
+from ppx.sim.scenario_corners import (
+    MID_CHUNKS,
+    MID_PREFILL,
+    MID_PREFIX_LEN,
+    SHORT_POOL,
+    SHORT_POOL_TOKENS,
+    Draw,
+    draw_carry,
+    draw_focus,
+)
 
 # the pressure and timing values drawn (the first of each list is where a shrink goes)
 POOL_TOKENS = (96, 64, 128)
@@ -39,9 +51,6 @@ DELAY_S = (0.005, 0.02, 0.05)
 CHUNKS = (64, 8, 16, 32)
 BATCH_SLOTS = (16, 1, 2, 4)
 PREFIX_LEN = (16, 0, 8, 24, 40)
-# a flip mid-prefill: prompts of several chunks (the probe that picked them: docs/simulation.md)
-MID_PREFIX_LEN = (40, 24)
-MID_CHUNKS = (8, 16)
 
 
 @dataclass(frozen=True)
@@ -184,35 +193,21 @@ def scenarios(base, overrides: Iterable[str] = ()) -> st.SearchStrategy[Scenario
     test, `overrides` the Hydra overrides that composed it)."""
     pp = int(base.pp)
     open_ = open_switches(base, overrides)
-    carries = pp >= 2 and (CUTOVER.key in open_ or base.flip.continuation == Survive.name)
-    draw = Draw(pp, policy_of(base).decides, open_, carries)
+    draw = Draw(pp, policy_of(base).decides, open_, carries(base, open_))
     return st.builds(_draw, st.data(), st.just(draw))
-
-
-@dataclass(frozen=True)
-class Draw:
-    """What the design leaves a scenario to draw."""
-
-    pp: int
-    decides: bool  # rank 0's decision travels: a rank-local retraction means something
-    open_: frozenset[str] = frozenset()  # design_scope.open_switches
-    carries: bool = False  # a continuation can survive a cutover (drawn or the design's)
 
 
 def _draw(data, w: Draw) -> Scenario:
     d = data.draw
     pp = w.pp
-    # a flip mid-prefill that carries the continuation: a long prompt, a small chunk and
-    # flips often, drawn together (one in four scenarios where a continuation can survive),
-    # so carried continuations and the #959 guard's refusals are reached within seconds
-    # rather than left to the conjunction of five independent draws (~1 scenario in 60)
-    mid = w.carries and d(st.sampled_from((False, False, False, True)), label="flip mid-prefill")
-    n = d(st.integers(2 if mid else 1, 6), label="requests")
+    focus = draw_focus(d, w)
+    mid, short = focus == MID_PREFILL, focus == SHORT_POOL
+    n = d(st.integers(2 if mid else 3 if short else 1, 6), label="requests")
     lo = d(st.integers(8, 12) if mid else st.integers(1, 8))
     load = Load(
         num_requests=n,
-        num_prefixes=d(st.integers(1, 3)),
-        prefix_len=d(st.sampled_from(MID_PREFIX_LEN if mid else PREFIX_LEN)),
+        num_prefixes=d(st.integers(2 if short else 1, 3)),
+        prefix_len=d(st.sampled_from(MID_PREFIX_LEN if mid else (40,) if short else PREFIX_LEN)),
         prompt_min=lo,
         prompt_max=lo + d(st.integers(0, 12)),
         max_new=d(st.integers(1, 6)),
@@ -225,10 +220,10 @@ def _draw(data, w: Draw) -> Scenario:
     if d(st.booleans(), label="pool pressure on every rank"):
         # a request longer than the pool is refused at submission (the run still serves)
         pressure["pool_all"] = d(st.sampled_from(POOL_TOKENS))
-    if pp >= 2 and d(st.booleans(), label="pool pressure"):
+    if short or (pp >= 2 and d(st.booleans(), label="pool pressure")):
         pressure |= {
             "pool_rank": d(st.integers(1, pp - 1)),
-            "pool_tokens": d(st.sampled_from(POOL_TOKENS)),
+            "pool_tokens": d(st.sampled_from(SHORT_POOL_TOKENS if short else POOL_TOKENS)),
         }
     if d(st.booleans(), label="host tier"):
         pressure |= {
@@ -248,7 +243,7 @@ def _draw(data, w: Draw) -> Scenario:
             "max_flips": d(st.integers(1 if mid else 0, 4)),
             "inflight": d(st.sampled_from(("drain", "void"))),
         }
-        flips |= _carry(d, w, mid)
+        flips |= draw_carry(d, w, mid)
     faults: dict = {}
     # faults.retract.rid with flips: a TP-phase follower meets the retracted rid with no row
     # probe (rank1 `admit_entry`: "not in deque"), a limit of the fault, not of a design
@@ -261,26 +256,6 @@ def _draw(data, w: Draw) -> Scenario:
             "delay_s": d(st.sampled_from(DELAY_S)),
         }
     return Scenario(load, batching, Pressure(**pressure), Faults(**faults), Flips(**flips))
-
-
-def _carry(d, w: Draw, mid: bool) -> dict:
-    """The flips' continuation switches, each where the design leaves it open (`mid`: the
-    flip mid-prefill that carries, all on)."""
-    out: dict = {}
-    if CUTOVER.key in w.open_ and (mid or d(st.booleans(), label="continuation survives")):
-        # flip.continuation=survive: a continuation carried un-retracted (carried_at_flip)
-        out["continuation"] = Survive.name
-    if not (w.carries and (out or CUTOVER.key not in w.open_)):
-        return out  # nothing survives a cutover: where it starts and how many live is moot
-    # at flip.due=drained a flip waits for the prompt mid-prefill to finish, so there is
-    # never a continuation to carry: the stopwatch starts it mid-prefill
-    if DUE.key in w.open_ and (mid or d(st.booleans(), label="flip mid-prefill")):
-        out["due"] = Clock.name
-    # one continuation per rank never leaves a second resident for the one-slot TP plan to
-    # refuse: per slot, a cutover carries one per slot (#959's second_continuation_refusals)
-    if CONTINUATIONS.key in w.open_ and d(st.booleans(), label="a continuation per slot"):
-        out["per_slot"] = True
-    return out
 
 
 def compose(base, scenario: Scenario):

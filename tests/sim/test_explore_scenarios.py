@@ -169,3 +169,40 @@ def test_the_search_runs_in_rounds_so_hypothesis_targets_within_a_budget(tmp_pat
     s.first = object()  # a failure was found: no further round
     s.search(10 * ROUND)
     assert calls == []
+
+
+def test_a_corner_is_drawn_whole_only_where_the_design_has_its_mechanism():
+    from hypothesis import HealthCheck, given, settings
+
+    from ppx.protocol.policy import policy_of
+    from ppx.sim.design_scope import carries, open_switches
+    from ppx.sim.scenario import scenarios
+    from ppx.sim.scenario_corners import MID_PREFILL, SHORT_POOL, Draw, corners
+
+    def of(*overrides: str) -> tuple[str, ...]:
+        base = explorer_cfg(*overrides)
+        op = open_switches(base, overrides)
+        return corners(Draw(3, policy_of(base).decides, op, carries(base, op)))
+
+    assert of(*DECISION) == (MID_PREFILL, SHORT_POOL)
+    # red arms: no decision, no floor to learn; a continuation re-queued at every cutover
+    assert of("pp=3") == (MID_PREFILL,)
+    assert of(*DECISION, "flip.continuation=retract") == (SHORT_POOL,)
+    shapes = set()
+
+    @settings(
+        max_examples=100,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(scenarios(explorer_cfg(*DECISION), DECISION))
+    def draw(sc: Scenario) -> None:
+        lo, p, f = sc.load, sc.pressure, sc.flips
+        if lo.prefix_len == 40 and lo.num_prefixes >= 2 and p.pool_tokens in (64, 96):
+            shapes.add(SHORT_POOL)
+        if f.continuation == "survive" and f.due == "clock" and sc.batching.chunk_size <= 16:
+            shapes.add(MID_PREFILL)
+
+    draw()
+    assert shapes == {MID_PREFILL, SHORT_POOL}
