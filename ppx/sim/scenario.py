@@ -21,6 +21,7 @@ Batching, Pressure, Faults, Flips), each writing its own overrides.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 
@@ -46,6 +47,7 @@ from ppx.sim.scenario_corners import (
 # the pressure and timing values drawn (the first of each list is where a shrink goes)
 POOL_TOKENS = (96, 64, 128)
 PREFETCH_MS = (50.0, 20.0, 150.0)
+PASS_MS = 30.0  # a pp=3 pass in virtual time (sim.step_us=1000)
 DELAY_KINDS = ("output", "proxy", "chain")
 DELAY_S = (0.005, 0.02, 0.05)
 CHUNKS = (64, 8, 16, 32)
@@ -234,12 +236,16 @@ def _draw(data, w: Draw) -> Scenario:
     if mid or d(st.booleans(), label="flips"):
         # a flip every pp + 1 passes at least: faster, with a slow load-back on rank 0, no
         # token is ever committed (found at every 2 and 3 passes at pp=3, 4 requests,
-        # prefetch 50 ms: `livelocked`, engine.liveness.livelock_flips); with rank 0's
-        # load-back 50 or 150 ms late, pp + 1 churns too (half of the runs at every 4 passes,
-        # 2-5 requests, max_batch 2), pp + 2 serves
-        least = pp + 2 if pressure.get("host_rank") == 0 else pp + 1
+        # prefetch 50 ms: `livelocked`, engine.liveness.livelock_flips). Rank 0's load-back
+        # late by more than a pass or two churns at pp + 1 too: at pp=3, 2-4 requests, chunk
+        # 8-64, flips within 5 passes with it 50 ms late and within 7 with it 150 ms late
+        # livelocked (1 of 24 probe runs each, chunk 8), from 6 and 8 on all served; a pass is
+        # ~30 ms of virtual time, so a flip waits out the load-back's passes as well
+        least = pp + 1
+        if pressure.get("host_rank") == 0:
+            least += math.ceil(pressure["prefetch_ms"] / PASS_MS)
         flips = {
-            "every": d(st.integers(least, 8 if mid else 12)),
+            "every": d(st.integers(least, max(least, 8 if mid else 12))),
             "max_flips": d(st.integers(1 if mid else 0, 4)),
             "inflight": d(st.sampled_from(("drain", "void"))),
         }

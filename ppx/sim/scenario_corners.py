@@ -75,6 +75,6 @@ def draw_carry(d, w: Draw, mid: bool) -> dict:
         out["due"] = Clock.name
     # one continuation per rank never leaves a second resident for the one-slot TP plan to
     # refuse: per slot, a cutover carries one per slot (#959's second_continuation_refusals)
-    if CONTINUATIONS.key in w.open_ and d(st.booleans(), label="a continuation per slot"):
+    if CONTINUATIONS.key in w.open_ and (mid or d(st.booleans(), label="a continuation per slot")):
         out["per_slot"] = True
     return out
