@@ -9,7 +9,7 @@ the design carries rank 0's decision), a delayed channel, flips (how often, how 
 happens to the slots in flight, whether a continuation survives the cutover, whether a flip
 starts mid-prefill and where continuations live: the last three only where the design leaves
 them open, design_scope.py), the chunk size and the batch slots; two corners whose mechanism
-needs several draws at once are drawn whole in one scenario of five each
+needs several draws at once are drawn whole in one scenario of four each
 (scenario_corners.py). Drawing and shrinking are Hypothesis's: every field shrinks toward the
 smaller or the off value (1 request, no fault, no flip), so a failing scenario shrinks to the
 least that still fails (scenario_shrink.py deletes requests first).
