@@ -7,9 +7,9 @@ seconds a candidate, 30 s of it ran out with six requests still there (docs/simu
 the zoo's shrunk sizes). Here the candidates are the ones that pay most, in the order they
 cost least: the first k requests for k = 1, 2, ... (request i depends only on the seed and i,
 ppx/frontend/workloads.py, so a scenario of k requests is the failing one's first k: its
-other requests deleted), then each part (faults, pressure, flips, batching) back to its
-default, then each field of a part back to its own, then fewer new tokens and a shorter
-shared prefix. A candidate is kept when it fails as the find does (`same_failure`) and is
+other requests deleted), the same under a pool it already cuts cut further, then each part
+(faults, pressure, flips, batching) back to its default, then each field of a part back to
+its own, then fewer new tokens and a shorter shared prefix. A candidate is kept when it fails as the find does (`same_failure`) and is
 smaller (`Scenario.size`); the pass restarts from the kept one and ends when no candidate is
 kept or the time is spent.
 """
@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 
-from ppx.sim.scenario import PREFIX_LEN, Scenario
+from ppx.sim.scenario import POOL_TOKENS, PREFIX_LEN, Pressure, Scenario
 
 
 def same_failure(key: str, shrinking: str) -> bool:
@@ -46,10 +46,25 @@ def with_requests(sc: Scenario, k: int) -> Scenario:
     return replace(sc, load=load, faults=faults)
 
 
+def tighter_pools(p: Pressure) -> list[Pressure]:
+    """The pressure with a pool it already cuts cut further (POOL_TOKENS below its own)."""
+    out = []
+    if p.pool_all > 0:
+        out += [replace(p, pool_all=t) for t in sorted(POOL_TOKENS) if t < p.pool_all]
+    if p.pool_rank >= 0:
+        out += [replace(p, pool_tokens=t) for t in sorted(POOL_TOKENS) if t < p.pool_tokens]
+    return out
+
+
 def candidates(sc: Scenario) -> Iterator[Scenario]:
     """Smaller scenarios than `sc`, cheapest and biggest step first."""
     for k in range(1, sc.load.num_requests):
         yield with_requests(sc, k)
+    # fewer requests under a tighter pool: a bug of pool pressure (a pin cost ignored) that
+    # the deleted requests' tokens exhausted may exhaust the smaller pool with fewer
+    for k in range(1, sc.load.num_requests):
+        for tighter in tighter_pools(sc.pressure):
+            yield replace(with_requests(sc, k), pressure=tighter)
     parts = [f.name for f in fields(sc) if f.name != "load"]
     for name in parts:  # a whole part off: the fault, the pressure, the flips, the batching
         part = getattr(sc, name)

@@ -101,3 +101,16 @@ def test_a_ledger_broken_on_other_slots_is_the_same_failure_a_cycle_elsewhere_is
     pp = "livelocked: livelock: # voided passes; (rid, told, local) repeating: [(#, #, -#)]"
     tp = "livelocked: livelock: # voided passes (TP phase); (rid, told, local) repeating: [(#, #, #)]"
     assert not same_failure(tp, pp)
+
+
+def test_a_pool_exhausted_by_the_deleted_requests_is_cut_further_for_fewer():
+    """A bug of pool pressure: it fails while the requests' tokens overflow the pool."""
+
+    def overflows(c: Scenario) -> bool:
+        return c.pressure.pool_all > 0 and c.load.num_requests * 40 > c.pressure.pool_all
+
+    four = Scenario(Load(num_requests=4, concurrency=4), pressure=Pressure(pool_all=128))
+    # red arm: deleting requests alone never fails (3 x 40 fits 128), so it stayed at four
+    assert not any(overflows(with_requests(four, k)) for k in (1, 2, 3))
+    best, _ = shrink_scenario(four, overflows, lambda: False)
+    assert (best.load.num_requests, best.pressure.pool_all) == (2, 64)
