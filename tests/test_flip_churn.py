@@ -21,6 +21,7 @@ from ppx.engine.cache.kv import KVCache
 from ppx.engine.churn import Churn
 from ppx.engine.flip_schedule import FlipSchedule
 from ppx.engine.scheduler import Scheduler
+from ppx.engine.transport.base import Transport
 from ppx.protocol.registry import Protocol
 
 CHURN = [
@@ -51,7 +52,9 @@ class _Events:
         self.rows.append((kind, pass_id, rid, detail))
 
 
-class _Clock:
+class _Clock(Transport):
+    """A transport at time 0 whose moments land at once (fixed timing)."""
+
     now = staticmethod(lambda: 0.0)
 
 

@@ -193,6 +193,12 @@ class SimTransport(Transport):
             return super().arrival(delay_s, label)
         return self.wire.timing.arrival(f"rank{self.rank} {label}")
 
+    def moment(self, label: str) -> Arrival:
+        """faults.timing=choice: a pass count's effect lands when the strategy picks too."""
+        if self.wire.timing is None:
+            return super().moment(label)
+        return self.wire.timing.arrival(f"rank{self.rank} {label}")
+
     def hold(self, delay_s: float, label: str) -> None:
         if self.wire.timing is None:
             return self.sleep(delay_s)
