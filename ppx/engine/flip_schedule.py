@@ -49,14 +49,13 @@ class FlipSchedule:
         self.churn.check(pass_id)
         if draining or (self.max_flips and self.flips >= self.max_flips):
             return False
-        passes = pass_id - self.last_cutover_pass
-        ran_out = bool(self.every_passes) and passes >= self.every_passes
+        ran_out = bool(self.every_passes) and pass_id - self.last_cutover_pass >= self.every_passes
         ran_out |= bool(self.every_s) and self.clock() - self.last_cutover_t >= self.every_s
-        # armed a pass before the count runs out, so a chosen landing can still fall at the
-        # pass the config names (under fixed timing it has landed at once)
-        if self.landing is None and (ran_out or 0 < self.every_passes <= passes + 1):
+        if not ran_out:
+            return False
+        if self.landing is None:  # landed at once under fixed timing: due at this pass
             self.landing = self.ctx.t.moment("flip due")
-        if not ran_out or self.landing is None or not self.landing.landed():
+        if not self.landing.landed():
             return False
         chunked = self.ctx.sched.chunked  # rank 0's prompt mid-prefill, if any
         if self.when.waits(chunked is not None, self.waited):

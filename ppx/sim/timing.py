@@ -45,6 +45,19 @@ class ChosenArrival:
         return self.fired
 
 
+class ChosenMoment(ChosenArrival):
+    """A moment a pass count made due (a cache drop, a flip): the rank looks at it once a
+    pass, so each look while it is pending is a scheduling point of its own. The strategy
+    may land it just before the look (the pass the config names, as fixed timing does) or
+    at any later one; without the point a rank that runs its passes without yielding could
+    never meet it at the configured pass."""
+
+    def landed(self) -> bool:
+        if not self.fired:
+            self.sched.point(f"looks at {self.label}")
+        return super().landed()
+
+
 class Timing:
     """The daemon task of one run: lands pending arrivals, one per step, oldest first."""
 
@@ -54,12 +67,17 @@ class Timing:
         self.made = self.landed = 0
         sched.spawn("fault timing", self.run, daemon=True)
 
-    def arrival(self, label: str) -> ChosenArrival:
-        a = ChosenArrival(self.sched, ("arrival", self.made), label)
+    def arrival(self, label: str, kind: type[ChosenArrival] = ChosenArrival) -> ChosenArrival:
+        """A timed effect under way (a host-tier load, a delayed send)."""
+        a = kind(self.sched, ("arrival", self.made), label)
         self.made += 1
         self.pending.append(a)
         self.sched.touch(PENDING, WRITE)
         return a
+
+    def moment(self, label: str) -> ChosenArrival:
+        """A moment a pass count made due (a cache drop, a flip)."""
+        return self.arrival(label, ChosenMoment)
 
     def run(self) -> None:
         pending = self.pending

@@ -73,12 +73,10 @@ class CacheDrop(OneRank, Readiness):
         self.dropped = False
 
     def after_pass(self, pass_id: int, cache: Any) -> None:
-        if self.dropped or pass_id < self.at - 1:
+        if self.dropped or pass_id < self.at:
             return
-        if self.landing is None:
-            # armed a pass early, so a chosen landing can still fall at `after_pass` (the
-            # fixed timing's place, where it has landed at once)
+        if self.landing is None:  # landed at once under fixed timing: the drop is at `at`
             self.landing = self.moment("faults.cache_drop")
-        if pass_id >= self.at and self.landing.landed():
+        if self.landing.landed():
             self.dropped = True
             cache.drop_unlocked()

@@ -194,10 +194,11 @@ class SimTransport(Transport):
         return self.wire.timing.arrival(f"rank{self.rank} {label}")
 
     def moment(self, label: str) -> Arrival:
-        """faults.timing=choice: a pass count's effect lands when the strategy picks too."""
+        """faults.timing=choice: a pass count's effect lands when the strategy picks too,
+        and each look at it while pending is a choice (timing.py: ChosenMoment)."""
         if self.wire.timing is None:
             return super().moment(label)
-        return self.wire.timing.arrival(f"rank{self.rank} {label}")
+        return self.wire.timing.moment(f"rank{self.rank} {label}")
 
     def hold(self, delay_s: float, label: str) -> None:
         if self.wire.timing is None:
