@@ -95,6 +95,42 @@ def test_readiness_match_cap_offer_flap_and_cache_drop_chain_on_rank_0():
     assert type(RankFaults(cfg, 1).readiness) is Readiness  # rank 1: whole match, no flap
 
 
+def test_cache_drop_under_a_chosen_timing_drops_once_its_moment_lands():
+    from ppx.engine.transport.base import Transport
+
+    class Moment:
+        fired = False
+
+        def landed(self):
+            return self.fired
+
+    class Choosing(Transport):  # the simulator's daemon, under faults.timing=choice
+        def __init__(self):
+            self.armed = []
+
+        def moment(self, label):
+            self.armed.append((label, Moment()))
+            return self.armed[-1][1]
+
+    cfg = typed_cfg({"pp": 2, "faults.cache_drop.rank": 1, "faults.cache_drop.after_pass": 2})
+    t = Choosing()
+    r1 = RankFaults(cfg, 1, t).readiness
+    dropped = []
+
+    class Cache:
+        def drop_unlocked(self):
+            dropped.append(True)
+
+    for pass_id in range(4):
+        r1.after_pass(pass_id, Cache())
+    ((label, moment),) = t.armed  # armed at the end of pass 2, once
+    assert label == "faults.cache_drop" and dropped == []  # red: fixed would have dropped
+    moment.fired = True
+    for pass_id in range(4, 7):
+        r1.after_pass(pass_id, Cache())
+    assert dropped == [True] and len(t.armed) == 1  # green: at the first look after, once
+
+
 def test_carry_retract_announces_then_redelivers():
     from ppx.core import Req
 

@@ -132,6 +132,47 @@ def test_the_drain_cap_bounds_the_wait():
     assert f.deferred == 3 and len(ctx.events.rows) == 1  # named once per wait
 
 
+class _Pending:
+    """A moment the test lands by hand (the simulator's daemon, under faults.timing=choice)."""
+
+    fired = False
+
+    def landed(self) -> bool:
+        return self.fired
+
+
+class _Choosing(_Clock):
+    """A transport whose moments land when the test says (ChosenMoment's stand-in)."""
+
+    def __init__(self) -> None:
+        self.armed: list[tuple[str, _Pending]] = []
+
+    def moment(self, label: str) -> _Pending:
+        self.armed.append((label, _Pending()))
+        return self.armed[-1][1]
+
+
+def test_a_flip_whose_moment_is_chosen_is_due_once_it_lands_never_before_the_count():
+    ctx = _Rank0()  # every 6 passes from the cutover at pass 120
+    ctx.t = t = _Choosing()
+    f = _flip(ctx)
+    assert [f.due(p, False) for p in range(121, 126)] == [False] * 5 and t.armed == []
+    # the count ran out at 126 (fixed timing flips there: the test below), not landed yet
+    assert not f.due(126, False) and not f.due(127, False)
+    ((label, moment),) = t.armed  # armed once, when the count ran out
+    assert label == "flip due"
+    moment.fired = True
+    assert f.due(128, False)  # green: due at the first look after it lands
+    f.cut_over(128)
+    assert not f.due(133, False) and len(t.armed) == 1  # the next count from 128
+    assert not f.due(134, False) and len(t.armed) == 2  # a fresh moment
+
+
+def test_under_a_fixed_timing_the_flip_is_due_at_the_counted_pass():
+    f = _flip(_Rank0())
+    assert [f.due(p, False) for p in range(125, 128)] == [False, True, True]
+
+
 # -- the churn bound: rank 0's count across cutovers ---------------------------------------
 def _churn_once(ctx: _Rank0, churn: Churn, req: Req, pass_id: int) -> None:
     """A cutover retracts `req` at 160/190 and the next phase admits it again."""
