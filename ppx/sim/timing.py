@@ -12,6 +12,12 @@ ranks' steps each effect lands, and a saved schedule replays it (the choice is a
 every other choice). The daemon's step writes the arrival's footprint key and a rank that
 asks `landed()` reads it, so the dfs reduction sees the race and never prunes it. The daemon
 is not work: a run is done when every other task is, and it is never blocked on.
+
+A pass count names a moment rather than a delay (`faults.cache_drop.after_pass`,
+`flip.every_passes`): once the count has run out the rank asks for a moment
+(`Transport.moment`), landed at once under fixed timing, a `ChosenMoment` here, and acts at
+its first look after the landing. The look is a scheduling point while it is pending, so the
+landing can fall just before the pass the config names as well as at any later one.
 """
 
 from __future__ import annotations
