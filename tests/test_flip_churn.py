@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 from ppx_helpers import GLOO_WATCH, assert_refused, on_gloo, typed_cfg
+from timing_helpers import HandTiming
 
 from ppx.core import Req, StopRun
 from ppx.engine.board import Board, F, RankBoard
@@ -132,29 +133,9 @@ def test_the_drain_cap_bounds_the_wait():
     assert f.deferred == 3 and len(ctx.events.rows) == 1  # named once per wait
 
 
-class _Pending:
-    """A moment the test lands by hand (the simulator's daemon, under faults.timing=choice)."""
-
-    fired = False
-
-    def landed(self) -> bool:
-        return self.fired
-
-
-class _Choosing(_Clock):
-    """A transport whose moments land when the test says (ChosenMoment's stand-in)."""
-
-    def __init__(self) -> None:
-        self.armed: list[tuple[str, _Pending]] = []
-
-    def moment(self, label: str) -> _Pending:
-        self.armed.append((label, _Pending()))
-        return self.armed[-1][1]
-
-
 def test_a_flip_whose_moment_is_chosen_is_due_once_it_lands_never_before_the_count():
     ctx = _Rank0()  # every 6 passes from the cutover at pass 120
-    ctx.t = t = _Choosing()
+    ctx.t = t = HandTiming()
     f = _flip(ctx)
     assert [f.due(p, False) for p in range(121, 126)] == [False] * 5 and t.armed == []
     # the count ran out at 126 (fixed timing flips there: the test below), not landed yet
