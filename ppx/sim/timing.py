@@ -39,15 +39,36 @@ def sim_tasks(cfg) -> int:
     return int(cfg.pp) + 1 + int(FAULT_TIMINGS.of(cfg))
 
 
-class ChosenArrival:
-    """One timed effect; lands when the daemon's step that takes it is chosen."""
+# Fairness: a pending effect lands at the latest at the rank's LOOK_BOUND-th look at it. A
+# strategy may pass the daemon over for good (pct with the daemon at the lowest priority),
+# and ranks that keep passing while a load never lands end `stalled` or `livelocked`, a run
+# no real link gives (an effect lands in bounded time). Above the looks one pass's race
+# needs, well below engine.liveness.livelock_passes (64).
+LOOK_BOUND = 8
 
-    def __init__(self, sched, key: tuple, label: str) -> None:
-        self.sched, self.key, self.label = sched, key, label
+
+class ChosenArrival:
+    """One timed effect; lands when the daemon's step that takes it is chosen, or at the
+    look that reaches LOOK_BOUND. `looks` is state the run's fingerprint reads (it is
+    reachable from the daemon's frame), so a forced landing is no hidden history."""
+
+    def __init__(self, timing: Timing, key: tuple, label: str) -> None:
+        self.timing, self.sched, self.key, self.label = timing, timing.sched, key, label
         self.fired = False
+        self.looks = 0
+
+    def peek(self) -> bool:
+        """Has it landed? Read, not a look: a parked wait's condition (a held send)."""
+        self.sched.touch(self.key, READ)
+        return self.fired
 
     def landed(self) -> bool:
+        """The rank's look, in its task."""
         self.sched.touch(self.key, READ)
+        if not self.fired:
+            self.looks += 1
+            if self.looks >= LOOK_BOUND:
+                self.timing.land(self)
         return self.fired
 
 
@@ -75,7 +96,7 @@ class Timing:
 
     def arrival(self, label: str, kind: type[ChosenArrival] = ChosenArrival) -> ChosenArrival:
         """A timed effect under way (a host-tier load, a delayed send)."""
-        a = kind(self.sched, ("arrival", self.made), label)
+        a = kind(self, ("arrival", self.made), label)
         self.made += 1
         self.pending.append(a)
         self.sched.touch(PENDING, WRITE)
@@ -85,12 +106,16 @@ class Timing:
         """A moment a pass count made due (a cache drop, a flip)."""
         return self.arrival(label, ChosenMoment)
 
+    def land(self, a: ChosenArrival) -> None:
+        """`a` lands now: the daemon's step, or a look at the bound."""
+        self.pending.remove(a)  # the daemon's: the oldest, first in the queue
+        a.fired = True
+        self.landed += 1
+        self.sched.touch(a.key, WRITE)
+        self.sched.touch(PENDING, WRITE)
+
     def run(self) -> None:
         pending = self.pending
         while True:
             self.sched.wait_until(lambda: bool(pending), "fault timing", reads=(PENDING,))
-            a = pending.popleft()
-            a.fired = True
-            self.landed += 1
-            self.sched.touch(a.key, WRITE)
-            self.sched.touch(PENDING, WRITE)
+            self.land(pending[0])

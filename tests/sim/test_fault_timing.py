@@ -88,10 +88,13 @@ def test_exhaustive_search_branches_on_a_delayed_release(tmp_path):
     base += ["workload.num_requests=2", "workload.max_new=1", "explore.clock=idle"]
     base += ["faults.delay.kind=output", "faults.delay.rank=1", "faults.delay.s=0.001"]
     base += ["explore.strategy=exhaustive", "explore.schedules=1000", "explore.shrinker.runs=0"]
-    fixed = explore_in(tmp_path / "fixed", *base, "faults.timing=fixed").table
-    chosen = explore_in(tmp_path / "choice", *base, "faults.timing=choice").table
-    assert set(fixed.verdict) == set(chosen.verdict) == {"served"}
-    assert len(chosen) > len(fixed)  # the release is a choice point exhaustive search walks
+    fixed = explore_in(tmp_path / "fixed", *base, "faults.timing=fixed")
+    chosen = explore_in(tmp_path / "choice", *base, "faults.timing=choice")
+    assert set(fixed.table.verdict) == set(chosen.table.verdict) == {"served"}
+    # the release is a choice point exhaustive search walks: more states off the first run's
+    # path (two orders that end in one state are one state, so count states, not runs)
+    off_path = {k: x.dfs["states"] - x.dfs["depth"] for k, x in (("f", fixed), ("c", chosen))}
+    assert off_path["c"] > off_path["f"], (fixed.dfs, chosen.dfs)
 
 
 # -- a moment a pass count names (faults.cache_drop, flip.every_passes): a look is a choice --
@@ -133,7 +136,7 @@ def test_a_landed_moment_is_no_choice_point():
     import pytest
 
     sched = Scheduler(RandomStrategy(0), step_s=1e-4, max_steps=1000, max_time_s=10.0)
-    m = ChosenMoment(sched, ("arrival", 0), "drop")
+    m = Timing(sched).moment("drop")
     with pytest.raises(AssertionError, match="scheduling point outside"):
         m.landed()  # pending: the look yields (here outside any task, so it cannot)
     m.fired = True
@@ -152,3 +155,34 @@ def test_the_transports_moment_lands_at_once_unless_the_scheduler_chooses():
     m = SimTransport(wire, 1).moment("flip due")
     assert isinstance(m, ChosenMoment) and m.label == "rank1 flip due"
     assert list(wire.timing.pending) == [m] and not m.fired
+
+
+class NeverTheDaemon(RandomStrategy):
+    """A strategy that passes the timing daemon over for good (pct can: its lowest priority)."""
+
+    def choose(self, ready, point, sched):
+        return min(ready)  # the daemon is spawned last: the highest task id
+
+
+def test_fairness_a_pending_effect_lands_at_the_bounded_look_even_if_never_picked():
+    from ppx.sim.timing import LOOK_BOUND
+
+    sched = Scheduler(NeverTheDaemon(0), step_s=1e-4, max_steps=1000, max_time_s=10.0)
+    holder: dict = {}
+
+    def rank() -> None:
+        a = timing.arrival("host load")
+        looks = []
+        for _ in range(LOOK_BOUND + 1):
+            sched.point("pass step")
+            looks.append(a.landed())
+        holder["looks"] = looks
+
+    sched.spawn("rank0", rank)
+    timing = Timing(sched)
+    assert sched.run() == "done"
+    # red: up to the bound the daemon was never picked and nothing landed it
+    assert holder["looks"][: LOOK_BOUND - 1] == [False] * (LOOK_BOUND - 1)
+    # green: the bound's look lands it, once; the daemon has nothing left to land
+    assert holder["looks"][LOOK_BOUND - 1 :] == [True, True]
+    assert timing.landed == 1 and not timing.pending

@@ -204,7 +204,8 @@ class SimTransport(Transport):
         if self.wire.timing is None:
             return self.sleep(delay_s)
         a = self.wire.timing.arrival(f"rank{self.rank} {label}")  # the sender waits for it
-        self.sched.wait_until(a.landed, f"held: {label}", reads=(a.key,))
+        # parked, it does not look (timing.py: LOOK_BOUND): the daemon alone lands it
+        self.sched.wait_until(a.peek, f"held: {label}", reads=(a.key,))
 
     def wait_for(
         self, pred, label: str, deadline: float | None = None, poll_s: float = 0.0
