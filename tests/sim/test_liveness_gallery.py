@@ -51,7 +51,7 @@ def walk(arm: str, abstraction_type=Abstraction) -> tuple[Runner, ExhaustiveWalk
     from explore_helpers import explorer_cfg
 
     runner = Runner(explorer_cfg(*overrides(arm)))
-    inputs = (runner.cfg, runner.typed, runner.models, runner.oracle)
+    inputs = runner.inputs
     w = ExhaustiveWalker(True, True, Fingerprint(inputs), abstraction_type(inputs))
     while not w.exhausted:
         res = runner.run(w.strategy())
