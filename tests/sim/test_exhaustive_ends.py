@@ -12,7 +12,7 @@ from explore_helpers import explore_in, explorer_cfg
 
 import ppx.sim.fingerprint as fingerprint
 import ppx.sim.fingerprint_forms as forms
-from ppx.sim.exhaustive import ExhaustiveWalker
+from ppx.sim.exhaustive import ExhaustiveWalker, walk_to_the_end
 from ppx.sim.runner import Runner, SharedModels
 
 EXHAUSTIVE = ["explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrinker.runs=0"]
@@ -139,10 +139,7 @@ def states_reached(cfg, sleep: bool, inputs=lambda r: r.inputs) -> set[bytes]:
     it, on a Runner of its own), `inputs` what the fingerprint writes by identity."""
     runner = Runner(cfg)
     walker = ExhaustiveWalker(sleep, True, fingerprint.Fingerprint(inputs(runner)))
-    while not walker.exhausted:
-        res = runner.run(walker.strategy())
-        walker.record_end(None if res is None else 0)
-    return set(walker.visited)
+    return set(walk_to_the_end(runner, walker).visited)
 
 
 # one request, two tokens, one flip at pp=2: 90 states, each of both kinds of history below
