@@ -3,7 +3,11 @@ and the visited set of state fingerprints) reach the same set of ends -- each en
 digest of every request's tokens, the order of commits, the verdict and reason key
 (ppx/sim/ends.py) -- on three small configs, one of them failing in every schedule. Red
 arms: an end record of tokens alone cannot tell two commit orders apart; a fingerprint blind
-to the tasks' stacks loses ends; a search cut short is `unknown`, not `verified`."""
+to the tasks' stacks loses ends; a search cut short is `unknown`, not `verified`. The reduced
+and the plain cached walk visit one set of state digests (sleep sets cut transitions, not
+states); red arms: a digest that carries history (what earlier schedules left in the shared
+models, the order of a frame's earlier looks at its locals) splits states, differently in
+each walk."""
 
 from __future__ import annotations
 
