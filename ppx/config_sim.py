@@ -48,9 +48,7 @@ class ShrinkCfg:
     """How much a failure found is shrunk before it is saved."""
 
     runs: int = 200  # runs spent shrinking each failing schedule (0: save it as found)
-    scenario_s: float = (
-        30.0  # explore.scenarios: seconds the scenario shrink may take (0: no bound)
-    )
+    scenario_s: float = 30.0  # explore.scenarios: the scenario shrink's seconds (0: no bound)
 
 
 @dataclass
