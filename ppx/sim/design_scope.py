@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ppx.config import ConfigError
 from ppx.protocol.axis import select
 from ppx.protocol.continuations import CONTINUATIONS, CUTOVER, SECOND, PerSlot, Survive
 from ppx.protocol.flip_due import AXIS as DUE
@@ -49,28 +48,14 @@ def carries(base: Any, open_: frozenset[str]) -> bool:
     return int(base.pp) >= 2 and (CUTOVER.key in open_ or select(base, CUTOVER.key) == Survive.name)
 
 
-def flips_refused(base: Any) -> str | None:
-    """Why the design refuses the flips a scenario draws (the validator's line), or None."""
-    from ppx.sim.scenario import Flips, Scenario, compose
-
-    pp = int(base.pp)
-    try:
-        compose(base, Scenario())
-    except ConfigError:
-        return None  # the design refuses more than flips: nothing to learn about flips here
-    try:
-        compose(base, Scenario(flips=Flips(every=pp + 1, max_flips=1)))
-    except ConfigError as e:
-        return str(e)
-    return None
-
-
-def absent(base: Any, open_: frozenset[str] = frozenset()) -> dict[str, str]:
+def absent(
+    base: Any, open_: frozenset[str] = frozenset(), no_flip: str | None = None
+) -> dict[str, str]:
     """Mechanism group -> why no scenario of this design can fire it (coverage.MECHANISMS'
-    names), from the config and the switches scenarios may draw (`open_`)."""
+    names), from the config, the switches scenarios may draw (`open_`) and why the design
+    refuses flips (`no_flip`: scenario.flips_refused; None, it flips)."""
     p = policy_of(base)
     out: dict[str, str] = {}
-    no_flip = flips_refused(base)
     if no_flip is not None:
         for g in ("flips", "cutovers", "carried_continuations"):
             out[g] = f"the design refuses flips: {no_flip}"

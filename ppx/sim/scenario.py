@@ -284,3 +284,17 @@ def compose(base, scenario: Scenario):
         raise
     except Exception as e:  # omegaconf's own type errors: one line, as validate words them
         raise ConfigError(str(e).splitlines()[0]) from None
+
+
+def flips_refused(base) -> str | None:
+    """Why the design refuses the flips a scenario draws (the validator's line), or None."""
+    pp = int(base.pp)
+    try:
+        compose(base, Scenario())
+    except ConfigError:
+        return None  # the design refuses more than flips: nothing to learn about flips here
+    try:
+        compose(base, Scenario(flips=Flips(every=pp + 1, max_flips=1)))
+    except ConfigError as e:
+        return str(e)
+    return None

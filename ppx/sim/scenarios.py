@@ -33,7 +33,7 @@ from ppx.sim.coverage import Coverage
 from ppx.sim.design_scope import absent, open_switches
 from ppx.sim.report import replay_command
 from ppx.sim.runner import COLUMNS, Result, Runner
-from ppx.sim.scenario import Scenario, compose, scenarios
+from ppx.sim.scenario import Scenario, compose, flips_refused, scenarios
 from ppx.sim.scenario_shrink import same_failure, shrink_scenario
 from ppx.sim.schedule import Schedule, config_hash, save
 from ppx.sim.shrink import shrink
@@ -53,6 +53,15 @@ class Find:
 ROUND = 24
 
 
+@dataclass
+class Shrinking:
+    """The scenario shrink's clock and candidates run, per stage."""
+
+    t0: float = 0.0  # when the find was made: explore.shrinker.scenario_s runs from here
+    greedy_runs: int = 0  # scenario_shrink's candidates (first)
+    hypothesis_runs: int = 0  # Hypothesis's shrink candidates (with the time left)
+
+
 class _Failed(Exception):
     """Raised inside the property: this scenario fails with the failure key searched for."""
 
@@ -69,7 +78,6 @@ class ScenarioSearch:
         self.base, self.log, self.echo = base, log, echo
         # the Hydra overrides that composed the design: a switch they name is never drawn
         self.overrides = tuple(overrides)
-        self.absent = absent(base, open_switches(base, self.overrides))
         self.per = int(x.scenario_schedules)
         self.seed0 = int(x.seed)
         self.budget_s, self.shrink_s = float(x.budget_s), float(x.shrinker.scenario_s)
@@ -78,10 +86,8 @@ class ScenarioSearch:
         self.first: Find | None = None
         self.best: Find | None = None  # the smallest failing scenario seen (the shrink's)
         self.found_at: dict = {}
-        self.shrink_runs = 0  # Hypothesis's shrink candidates run
-        self.greedy_runs = 0  # scenario_shrink's candidates run (before Hypothesis's)
+        self.shrink = Shrinking()
         self.t0 = time.time()
-        self.shrink_t0 = 0.0
 
     def run_scenario(self, sc: Scenario, record: bool) -> tuple[dict[str, int], Find | None]:
         """The scenario's schedules; the union of their counters, and its first failure."""
@@ -128,13 +134,13 @@ class ScenarioSearch:
                     "schedules": len(self.rows),
                     "s": round(time.time() - self.t0, 3),
                 }
-                self.shrink_t0 = time.time()
+                self.shrink.t0 = time.time()
                 self.echo(
                     f"ppx.explore: scenario {self.coverage.scenarios - 1} fails: {find.result.key}"
                 )
                 self.shrink_greedy()
         else:
-            self.shrink_runs += 1
+            self.shrink.hypothesis_runs += 1
             if find is None or not same_failure(find.result.key, self.first.result.key):
                 return  # passes, or fails otherwise: not the failure being shrunk
             if find.scenario.size() <= self.best.scenario.size():
@@ -143,7 +149,7 @@ class ScenarioSearch:
             raise _Failed(find.result.key)
 
     def shrink_out_of_time(self) -> bool:
-        return bool(self.shrink_s) and time.time() - self.shrink_t0 > self.shrink_s
+        return bool(self.shrink_s) and time.time() - self.shrink.t0 > self.shrink_s
 
     def shrink_greedy(self) -> None:
         """The find's requests deleted and its parts switched off first (scenario_shrink.py),
@@ -160,7 +166,9 @@ class ScenarioSearch:
             self.best = find
             return True
 
-        _, self.greedy_runs = shrink_scenario(self.best.scenario, fails, self.shrink_out_of_time)
+        _, self.shrink.greedy_runs = shrink_scenario(
+            self.best.scenario, fails, self.shrink_out_of_time
+        )
 
     def search(self, n: int) -> None:
         """`n` scenarios in rounds of ROUND, each its own Hypothesis search (seed, round):
@@ -226,7 +234,7 @@ def explore_scenarios(base, out_dir: str, overrides: list[str], echo, config_nam
         "verdict": s.first.result.verdict if s.first else ("served" if n else "none"),
         "reason": f"{s.coverage.scenarios} scenarios, {n} schedules: {counts}",
         "found": found,
-        **s.coverage.as_dict(s.absent),
+        **s.coverage.as_dict(absent(base, open_switches(base, overrides), flips_refused(base))),
     }
     return out
 
@@ -263,8 +271,10 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
         "requests": [first.scenario.load.num_requests, best.scenario.load.num_requests],
         "scenario": best.scenario.as_dict(),
         "overrides": best.scenario.overrides(pp),
-        "scenario_shrink_runs": s.greedy_runs + s.shrink_runs,
-        "scenario_shrink": {"greedy_runs": s.greedy_runs, "hypothesis_runs": s.shrink_runs},
+        "scenario_shrink_runs": s.shrink.greedy_runs + s.shrink.hypothesis_runs,
+        "scenario_shrink": {
+            "greedy_runs": s.shrink.greedy_runs, "hypothesis_runs": s.shrink.hypothesis_runs,
+        },
         "schedule_shrink": {
             "delays": list(sh.delays), "choice_points": list(sh.length), "runs": sh.runs,
         },
@@ -276,7 +286,7 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
         json.dump(found, fh, indent=1)
     echo(
         f"ppx.explore: failure: {r.key}; scenario shrunk {found['requests'][0]} -> "
-        f"{found['requests'][1]} requests in {s.greedy_runs} + {s.shrink_runs} runs (greedy + "
+        f"{found['requests'][1]} requests in {s.shrink.greedy_runs} + {s.shrink.hypothesis_runs} runs (greedy + "
         f"Hypothesis), schedule {sh.length[0]} -> "
         f"{sh.length[1]} choice points; replayed exactly: {replayed}"
     )

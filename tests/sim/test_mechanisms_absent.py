@@ -12,7 +12,7 @@ from explore_helpers import explorer_cfg
 from ppx.sim.coverage import Coverage, fired
 from ppx.sim.design_scope import absent, open_switches
 from ppx.sim.runner import Runner
-from ppx.sim.scenario import Batching, Flips, Load, Pressure, Scenario, compose
+from ppx.sim.scenario import Batching, Flips, Load, Pressure, Scenario, compose, flips_refused
 from ppx.sim.strategy import RandomStrategy
 
 DECISION = ["pp=3", "engine/admission=decision", "engine/ordering=decision_first"]
@@ -84,7 +84,7 @@ def _fired_in_runs(overrides: list[str]) -> set[str]:
 def test_a_group_a_run_of_the_design_fires_is_never_absent(design):
     overrides, want_absent, fires = DESIGNS[design]
     base = explorer_cfg(*overrides)
-    why = absent(base, open_switches(base, overrides))
+    why = absent(base, open_switches(base, overrides), flips_refused(base))
     assert set(why) == want_absent
     assert all(isinstance(line, str) and "\n" not in line and line for line in why.values())
     got = _fired_in_runs(overrides)
@@ -97,7 +97,9 @@ def test_rank_locals_refusals_are_the_959_guards_so_a_rule_by_policy_alone_is_re
     from the admission policy alone; a continuation per slot carried into the one-slot TP plan
     makes the #959 guard refuse (second_continuation_refusals) in that design too."""
     base = explorer_cfg("pp=3")
-    by_policy = absent(base, open_switches(base)) | {"refusals": "rank 0 decides nothing"}
+    by_policy = absent(base, open_switches(base), flips_refused(base)) | {
+        "refusals": "rank 0 decides nothing"
+    }
     assert "refusals" in _fired_in_runs(["pp=3"]) & set(by_policy)
 
 
@@ -105,12 +107,14 @@ def test_a_design_that_refuses_flips_has_no_flip_cutover_or_carry():
     # 4 heads do not shard over the TP phase of 3 ranks: flips are refused, nothing else is
     overrides = ["pp=3", "model.heads=4", "model.kv_heads=4"]
     base = explorer_cfg(*overrides)
-    why = absent(base, open_switches(base, overrides))
+    why = absent(base, open_switches(base, overrides), flips_refused(base))
     assert {"flips", "cutovers", "carried_continuations", "retractions"} <= set(why)
     assert "not divisible by pp=3" in why["flips"]
     # green arm: the same design with 12 heads flips
     base = explorer_cfg("pp=3")
-    assert not {"flips", "cutovers", "retractions"} & set(absent(base, open_switches(base)))
+    assert not {"flips", "cutovers", "retractions"} & set(
+        absent(base, open_switches(base), flips_refused(base))
+    )
 
 
 def test_a_switch_an_override_names_is_the_designs_even_at_its_default():

@@ -77,9 +77,9 @@ def test_the_search_shrinks_its_find_greedily_before_hypothesis_does():
 
     s.run_scenario = run_scenario
     s.first = s.best = Find(SIX, result("the failure"), "random", 0)
-    s.shrink_t0 = time.time()
+    s.shrink.t0 = time.time()
     s.shrink_greedy()
-    assert s.best.scenario.load.num_requests == 2 and s.greedy_runs > 0
+    assert s.best.scenario.load.num_requests == 2 and s.shrink.greedy_runs > 0
     assert s.best.result.key == s.first.result.key
 
 
