@@ -1,0 +1,158 @@
+"""A gallery cell up a ladder of bounds: from the smallest (requests, max_new) to the cell's
+own load, one exhaustive walk per rung (exhaustive_run.py, used as is).
+
+A red climbs until refuted. At each rung it first runs the walk's first schedule alone with
+no fingerprints (`explore.exhaustive.cache=false`, one schedule): a plain run costs the
+engine's steps only, while the cached walk digests every step of it (a 6,436-step first run:
+1.3 s plain, 124 s cached), and most reds fail on that run at their own load. A probe that
+fails makes this the refuting rung, and the cached walk then gets all the budget left, for
+the shortest trace over its graph; a probe that serves leaves the rung to the walk with a
+share of the budget (what is left over the rungs left, so a fast rung leaves more above).
+The row says whether the refuting walk was exhausted (its trace the shortest of all, by
+breadth-first search over the whole graph) or not (the shortest it found in the budget, or
+the probe's own run when the walk found none).
+
+A green climbs while verified, each walk with all the budget left: the row names the
+largest bound verified and the bound where the budget ran out (or the refuting one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# requests at rung i are STEPS[i + 1], max_new STEPS[i] (each capped at the cell's own):
+# (2, 1), (3, 2), (4, 3), (6, 4), (8, 6), (12, 8), (16, 12), (24, 16), ...
+STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+@dataclass(frozen=True)
+class Rung:
+    requests: int
+    max_new: int
+
+    def __str__(self) -> str:
+        return f"{self.requests}x{self.max_new}"
+
+    def overrides(self) -> list[str]:
+        return [f"workload.num_requests={self.requests}", f"workload.max_new={self.max_new}"]
+
+
+@dataclass
+class Walk:
+    """One exhaustive walk (or probe) at one rung: exhaustive_run.counts, and its wall."""
+
+    rung: Rung
+    verdict: str  # verified | refuted | unknown
+    exhausted: bool
+    states: int | None
+    transitions: int | None
+    wall_s: float
+    trace_len: int | None
+    failure: str  # the failure key of the shortest trace ("" when none)
+    probe: bool = False  # the plain first schedule alone (no cache)
+
+    @property
+    def mark(self) -> str:
+        if self.probe:  # one schedule: it served (s) or failed (f), it verifies nothing
+            return "f" if self.verdict == "refuted" else "s"
+        return {"verified": "V", "refuted": "R", "unknown": "?"}[self.verdict]
+
+
+@dataclass
+class Climb:
+    """A cell's ladder: every walk it ran, and the rung each answer is at."""
+
+    arm: str
+    own: Rung
+    walks: list[Walk] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def refuted(self) -> Walk | None:
+        """The refuting rung's walk (its probe's run when the walk found no failure)."""
+        walks = [w for w in self.walks if not w.probe and w.verdict == "refuted"]
+        probes = [w for w in self.walks if w.probe and w.verdict == "refuted"]
+        return walks[0] if walks else probes[0] if probes else None
+
+    @property
+    def verified(self) -> Walk | None:
+        """The largest rung verified."""
+        return next((w for w in reversed(self.walks) if w.verdict == "verified"), None)
+
+    @property
+    def stopped(self) -> Walk | None:
+        """The walk the budget ended (`unknown`), the last one."""
+        last = [w for w in self.walks if not w.probe]
+        return last[-1] if last and last[-1].verdict == "unknown" else None
+
+    @property
+    def deciding(self) -> Walk | None:
+        """The walk the row's counts are of: the refuting one, else the last one walked."""
+        last = [w for w in self.walks if not w.probe]
+        return self.refuted or (last[-1] if last else None)
+
+    @property
+    def verdict(self) -> str:
+        if self.refuted is not None:
+            return "refuted"
+        top = self.verified
+        return "verified" if top is not None and top.rung == self.own else "unknown"
+
+    @property
+    def ladder(self) -> str:
+        """Each rung walked and its answers: `2x1:sV 3x2:s? 4x3:fR` (a red's probe first)."""
+        marks: dict[Rung, str] = {}
+        for w in self.walks:
+            marks[w.rung] = marks.get(w.rung, "") + w.mark
+        return " ".join(f"{r}:{m}" for r, m in marks.items())
+
+
+def rungs(own: Rung, start: Rung | None = None) -> list[Rung]:
+    """The bounds from `start` (2 requests, max_new 1) up to the cell's own load, the last
+    rung that load itself."""
+    start = start or Rung(2, 1)
+    out: list[Rung] = []
+    for i in range(len(STEPS) - 1):
+        r = Rung(min(max(STEPS[i + 1], start.requests), own.requests),
+                 min(max(STEPS[i], start.max_new), own.max_new))  # fmt: skip
+        if not out or r != out[-1]:
+            out.append(r)
+    if out[-1] != own:
+        out.append(own)
+    return out
+
+
+def climb(
+    arm: str,
+    ladder: list[Rung],
+    budget_s: float,
+    walk: Callable[[Rung, float, bool], Walk],
+) -> Climb:
+    """Walk `ladder` for one cell (the module docstring); `walk(rung, budget, probe)`."""
+    t0 = time.perf_counter()
+    out = Climb(arm, ladder[-1])
+    for i, rung in enumerate(ladder):
+        left = budget_s - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        if arm == "red":
+            probe = walk(rung, left, True)
+            out.walks.append(probe)
+            left = budget_s - (time.perf_counter() - t0)
+            if probe.verdict == "refuted":
+                out.walks.append(walk(rung, max(left, 1e-9), False))
+                break
+            share = left if i == len(ladder) - 1 else left / (len(ladder) - i)
+            got = walk(rung, max(share, 1e-9), False)
+            out.walks.append(got)
+            if got.verdict == "refuted":
+                break
+        else:
+            got = walk(rung, left, False)
+            out.walks.append(got)
+            if got.verdict != "verified":
+                break
+    out.wall_s = time.perf_counter() - t0
+    return out
