@@ -14,7 +14,7 @@ together; `--cap` runs per walk. `--fixed`: the one bound `--requests`, `--max-n
 The row: verdict (`refuted`: some rung's walk, or its first schedule, failed; `verified`:
 every interleaving served at every rung up to the cell's own load; `unknown`: the budget
 came first), the bound it names (the refuting rung, else the largest verified), the rung
-where the budget ran out, the cell's own load, then the counts of the deciding walk
+where the budget ran out, the ladder's top (the cell's own load, or the fixed bound), then the counts of the deciding walk
 (states, transitions, wall, states/s, trace length, whether it was exhausted: an exhausted
 red's trace is the shortest of all, by breadth-first search over the whole graph), the
 ladder's wall and every rung's answers (a red's probe first: `s` served, `f` failed; then
@@ -113,7 +113,7 @@ def walker(cell: Cell, cap: int):
     return walk
 
 
-HEAD = (f"{'cell':<40} {'arm':<6} {'verdict':<9} {'bound':>6} {'out_at':>6} {'own':>6} "
+HEAD = (f"{'cell':<40} {'arm':<6} {'verdict':<9} {'bound':>6} {'out_at':>6} {'top':>6} "
         f"{'states':>7} {'trans':>7} {'wall_s':>7} {'states/s':>9} {'trace':>6} {'exh':>3} "
         f"{'total_s':>7}  ladder | failure")  # fmt: skip
 
