@@ -1,16 +1,17 @@
 """A gallery cell up a ladder of bounds: from the smallest (requests, max_new) to the cell's
 own load, one exhaustive walk per rung (exhaustive_run.py, used as is).
 
-A red climbs until refuted. At each rung it first runs the walk's first schedule alone with
-no fingerprints (`explore.exhaustive.cache=false`, one schedule): a plain run costs the
-engine's steps only, while the cached walk digests every step of it (a 6,436-step first run:
-1.3 s plain, 124 s cached), and most reds fail on that run at their own load. A probe that
-fails makes this the refuting rung, and the cached walk then gets all the budget left, for
-the shortest trace over its graph; a probe that serves leaves the rung to the walk with a
-share of the budget (what is left over the rungs left, so a fast rung leaves more above).
-The row says whether the refuting walk was exhausted (its trace the shortest of all, by
-breadth-first search over the whole graph) or not (the shortest it found in the budget, or
-the probe's own run when the walk found none).
+A red climbs until refuted. First it probes the ladder bottom up: at each rung the walk's
+first schedule alone, with no fingerprints (`explore.exhaustive.cache=false`, one schedule).
+A plain run costs the engine's steps only, while the cached walk digests every step of it
+(a 6,436-step first run: 1.3 s plain, 124 s cached), and 30 of the 45 reds fail on that run
+at their own load. The lowest rung whose probe fails is refuted, whatever the walks have
+time for. Then the walks, bottom up to that rung (or to the top when no probe failed), each
+with a share of the budget left (what is left over the rungs left to walk, so the last gets
+at least as much as any below it, and all a fast rung leaves): a walk that fails below the
+probe's rung refutes there. The row says whether the refuting walk was exhausted (its trace
+the shortest of all, by breadth-first search over the whole graph) or not (the shortest it
+found in the budget, or the probe's own run when the walk found none).
 
 A green climbs while verified, each walk with all the budget left: the row names the
 largest bound verified and the bound where the budget ran out (or the refuting one).
@@ -133,24 +134,35 @@ def climb(
     """Walk `ladder` for one cell (the module docstring); `walk(rung, budget, probe)`."""
     t0 = time.perf_counter()
     out = Climb(arm, ladder[-1])
-    for i, rung in enumerate(ladder):
-        left = budget_s - (time.perf_counter() - t0)
-        if left <= 0:
-            break
-        if arm == "red":
-            probe = walk(rung, left, True)
-            out.walks.append(probe)
-            left = budget_s - (time.perf_counter() - t0)
-            if probe.verdict == "refuted":
-                out.walks.append(walk(rung, max(left, 1e-9), False))
+
+    def left() -> float:
+        return budget_s - (time.perf_counter() - t0)
+
+    if arm == "red":
+        # the probes first, up the whole ladder: a plain run is cheap, and the rung whose
+        # probe fails is refuted whatever the walks below it have time for
+        top = len(ladder) - 1
+        for i, rung in enumerate(ladder):
+            if left() <= 0:
                 break
-            share = left if i == len(ladder) - 1 else left / (len(ladder) - i)
-            got = walk(rung, max(share, 1e-9), False)
+            out.walks.append(walk(rung, left(), True))
+            if out.walks[-1].verdict == "refuted":
+                top = i
+                break
+        for i, rung in enumerate(ladder[: top + 1]):
+            if left() <= 0:
+                break
+            # each rung up to the refuted one (or the top) a share of what is left, so the
+            # last gets at least as much as any below it, and all that a fast rung leaves
+            got = walk(rung, left() if i == top else left() / (top + 1 - i), False)
             out.walks.append(got)
             if got.verdict == "refuted":
                 break
-        else:
-            got = walk(rung, left, False)
+    else:
+        for rung in ladder:
+            if left() <= 0:
+                break
+            got = walk(rung, left(), False)
             out.walks.append(got)
             if got.verdict != "verified":
                 break

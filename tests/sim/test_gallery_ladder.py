@@ -38,28 +38,29 @@ def fake(answers: dict[tuple[Rung, bool], str], seen: list):
     return walk
 
 
-def test_a_red_climbs_past_verified_and_unknown_rungs_to_the_one_that_refutes():
+def test_a_red_probes_up_the_ladder_then_walks_up_to_the_rung_that_refutes():
     ladder = rungs(Rung(6, 4))  # 2x1 3x2 4x3 6x4
     seen: list = []
-    got = climb(
-        "red",
-        ladder,
-        100.0,
-        fake(
-            {
-                (NEXT, False): "unknown",
-                (Rung(4, 3), True): "refuted",
-                (Rung(4, 3), False): "refuted",
-            },
-            seen,
-        ),
-    )
+    answers = {
+        (NEXT, False): "unknown",
+        (Rung(4, 3), True): "refuted",
+        (Rung(4, 3), False): "refuted",
+    }
+    got = climb("red", ladder, 100.0, fake(answers, seen))
     assert got.verdict == "refuted" and got.refuted.rung == Rung(4, 3) and not got.refuted.probe
     assert got.ladder == "2x1:sV 3x2:s? 4x3:fR"
-    # a probe that serves leaves the rung a share of the budget; one that fails, all of it
+    # every probe before any walk: the cheap runs reach the failing rung whatever the walks cost
+    assert [p for _, _, p in seen] == [True, True, True, False, False, False]
+    # each walk a share of what is left, the refuting rung all of it
     shares = {(r, p): b for r, b, p in seen}
-    assert shares[(SMALL, False)] < 30 and shares[(Rung(4, 3), False)] > 90
-    assert Rung(6, 4) not in {r for r, _, _ in seen}  # it stops at the refuting rung
+    assert shares[(SMALL, False)] < 40 and shares[(Rung(4, 3), False)] > 90
+    assert Rung(6, 4) not in {r for r, _, _ in seen}  # nothing above the failing probe
+
+
+def test_a_walk_that_fails_below_the_failing_probe_refutes_there():
+    answers = {(NEXT, True): "refuted", (NEXT, False): "refuted", (SMALL, False): "refuted"}
+    got = climb("red", [SMALL, NEXT], 100.0, fake(answers, []))
+    assert got.refuted.rung == SMALL and got.ladder == "2x1:sR 3x2:f"
 
 
 def test_a_red_whose_walk_finds_nothing_is_refuted_by_its_probe_not_exhausted():
@@ -86,7 +87,7 @@ def test_a_red_verified_at_the_smallest_bound_is_refuted_up_the_ladder():
     assert up.verdict == "refuted" and up.refuted.rung == NEXT and up.refuted.exhausted
     assert up.refuted.failure.startswith("stopped: decision names rid")
     # red arm: the smallest bound alone (its probe and walk) reads the red as verified
-    assert Climb("red", SMALL, up.walks[:2]).verdict == "verified"
+    assert Climb("red", SMALL, [w for w in up.walks if w.rung == SMALL]).verdict == "verified"
     # the green stays verified at the bound the red is verified at
     assert climb("green", [SMALL], 30.0, gallery.walker(green, 20000)).verdict == "verified"
 
