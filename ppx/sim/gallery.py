@@ -36,6 +36,14 @@ from ppx.sim.gallery_ladder import Climb, Rung, Walk, climb, rungs
 SKIP = ("logger=", "engine.transport=", "workload.max_new=")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONF = os.path.join(ROOT, "conf")
+# what conf/explorer.yaml sets besides the load (a short shared prefix, 4 at a time, a small
+# pool): the top rung restores the study's values
+RESTORED = (
+    "workload.prefix_len",
+    "workload.concurrency",
+    "engine.max_reqs",
+    "engine.kv.pool_tokens",
+)
 
 
 @dataclass
@@ -46,16 +54,25 @@ class Cell:
     study: list[str]  # the study's own overrides of the cell (its load as it runs)
 
     def own(self) -> Rung:
-        """The cell's load as the study composes it (conf/config.yaml, the gallery's base);
-        a file's workload (jsonl) serves at most its lines."""
-        cfg = _compose("config", self.study)
-        w = cfg.workload
+        """The cell's load as the study composes it (conf/config.yaml, the gallery's base):
+        its requests (a file's workload, jsonl, serves at most its lines) and max_new, and
+        where the explorer's config (conf/explorer.yaml) sets them otherwise, the study's
+        prefix length, concurrency, request rows and KV pool."""
+        from omegaconf import OmegaConf
+
+        study, ours = _compose("config", self.study), compose(self.overrides)
+        w = study.workload
         requests = int(w.num_requests)
         path = w.get("path") and os.path.join(ROOT, str(w.path))  # relative: the repository's
         if path and os.path.exists(path):
             with open(path) as f:
                 requests = min(requests, sum(1 for ln in f if ln.strip()))
-        return Rung(requests, int(w.max_new))
+        extra = []
+        for key in RESTORED:
+            theirs = OmegaConf.select(study, key)
+            if theirs is not None and theirs != OmegaConf.select(ours, key):
+                extra.append((key, str(theirs)))
+        return Rung(requests, int(w.max_new), tuple(extra))
 
 
 def cells(match: str | None, arm: str | None = None) -> list[Cell]:

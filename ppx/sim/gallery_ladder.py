@@ -32,12 +32,15 @@ STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 class Rung:
     requests: int
     max_new: int
+    # the top rung's other settings as the study has them (`key`, `value`), marked `+`
+    restored: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.requests}x{self.max_new}"
+        return f"{self.requests}x{self.max_new}{'+' if self.restored else ''}"
 
     def overrides(self) -> list[str]:
-        return [f"workload.num_requests={self.requests}", f"workload.max_new={self.max_new}"]
+        return [f"workload.num_requests={self.requests}", f"workload.max_new={self.max_new}",
+                *(f"{k}={v}" for k, v in self.restored)]  # fmt: skip
 
 
 @dataclass
@@ -111,8 +114,8 @@ class Climb:
 
 
 def rungs(own: Rung, start: Rung | None = None) -> list[Rung]:
-    """The bounds from `start` (2 requests, max_new 1) up to the cell's own load, the last
-    rung that load itself."""
+    """The bounds from `start` (2 requests, max_new 1) up to the cell's own load, then that
+    load with the study's other settings restored (when it has any)."""
     start = start or Rung(2, 1)
     out: list[Rung] = []
     for i in range(len(STEPS) - 1):
@@ -120,7 +123,10 @@ def rungs(own: Rung, start: Rung | None = None) -> list[Rung]:
                  min(max(STEPS[i], start.max_new), own.max_new))  # fmt: skip
         if not out or r != out[-1]:
             out.append(r)
-    if out[-1] != own:
+    bare = Rung(own.requests, own.max_new)
+    if out[-1] != bare:
+        out.append(bare)
+    if own.restored:
         out.append(own)
     return out
 

@@ -23,6 +23,16 @@ def test_the_rungs_climb_from_the_smallest_bound_to_the_cells_own_load():
     assert [str(r) for r in rungs(Rung(24, 12))][-2:] == ["16x12", "24x12"]
     assert rungs(Rung(12, 8), start=Rung(3, 2))[0] == Rung(3, 2)
     assert rungs(Rung(1, 1)) == [Rung(1, 1)]  # a load below the smallest bound is its own
+    # the top rung: the own load with the study's settings the explorer's config replaces
+    study = Rung(4, 4, (("workload.prefix_len", "96"),))
+    assert [str(r) for r in rungs(study)] == ["2x1", "3x2", "4x3", "4x4", "4x4+"]
+    assert rungs(study)[-1].overrides()[-1] == "workload.prefix_len=96"
+
+
+def test_the_top_rung_is_the_cells_load_as_the_study_composes_it():
+    own = next(c for c in gallery.cells("#791 forwarded batch order", "red")).own()
+    assert (own.requests, own.max_new) == (8, 4)  # the cell's own (the gallery's base: 6)
+    assert dict(own.restored)["workload.prefix_len"] == "96"  # conf/explorer.yaml: 16
 
 
 def fake(answers: dict[tuple[Rung, bool], str], seen: list):
