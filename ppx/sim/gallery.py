@@ -18,7 +18,7 @@ where the budget ran out, the ladder's top (the cell's own load, or the fixed bo
 (states, transitions, wall, states/s, trace length, whether it was exhausted: an exhausted
 red's trace is the shortest of all, by breadth-first search over the whole graph), the
 ladder's wall and every rung's answers (a red's probe first: `s` served, `f` failed; then
-the walk: `V` verified, `R` refuted, `?` unknown), and the failure of the trace.
+the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it), and the failure of the trace.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def row(name: str, c: Climb) -> str:
 
     rate = f"{d.states / d.wall_s:.1f}" if d and d.states and d.wall_s else "-"
     return (f"{name[:39]:<40} {c.arm:<6} {c.verdict:<9} {num(bound and bound.rung):>6} "
-            f"{num(out_at and out_at.rung):>6} {c.own!s:>6} {num(d and d.states):>7} "
+            f"{num(out_at):>6} {c.own!s:>6} {num(d and d.states):>7} "
             f"{num(d and d.transitions):>7} {d.wall_s if d else 0:>7.1f} {rate:>9} "
             f"{num(d and d.trace_len):>6} {('yes' if d and d.exhausted else 'no'):>3} "
             f"{c.wall_s:>7.1f}  {c.ladder} | {(d.failure if d else '')[:60]}")  # fmt: skip

@@ -72,6 +72,7 @@ class Climb:
     own: Rung
     walks: list[Walk] = field(default_factory=list)
     wall_s: float = 0.0
+    unwalked: Rung | None = None  # the first rung the budget left no time to walk
 
     @property
     def refuted(self) -> Walk | None:
@@ -86,10 +87,11 @@ class Climb:
         return next((w for w in reversed(self.walks) if w.verdict == "verified"), None)
 
     @property
-    def stopped(self) -> Walk | None:
-        """The walk the budget ended (`unknown`), the last one."""
+    def stopped(self) -> Rung | None:
+        """Where the budget ran out: the last walk's rung when it ended `unknown`, else the
+        rung it left no time to walk."""
         last = [w for w in self.walks if not w.probe]
-        return last[-1] if last and last[-1].verdict == "unknown" else None
+        return last[-1].rung if last and last[-1].verdict == "unknown" else self.unwalked
 
     @property
     def deciding(self) -> Walk | None:
@@ -106,10 +108,13 @@ class Climb:
 
     @property
     def ladder(self) -> str:
-        """Each rung walked and its answers: `2x1:sV 3x2:s? 4x3:fR` (a red's probe first)."""
+        """Each rung walked and its answers: `2x1:sV 3x2:s? 4x3:fR` (a red's probe first; `-`
+        the rung the budget left no time to walk)."""
         marks: dict[Rung, str] = {}
         for w in self.walks:
             marks[w.rung] = marks.get(w.rung, "") + w.mark
+        if self.unwalked is not None:  # `-`: no time left to walk it
+            marks[self.unwalked] = marks.get(self.unwalked, "") + "-"
         return " ".join(f"{r}:{m}" for r, m in marks.items())
 
 
@@ -157,6 +162,7 @@ def climb(
                 break
         for i, rung in enumerate(ladder[: top + 1]):
             if left() <= 0:
+                out.unwalked = rung
                 break
             # each rung up to the refuted one (or the top) a share of what is left, so the
             # last gets at least as much as any below it, and all that a fast rung leaves
@@ -167,6 +173,7 @@ def climb(
     else:
         for rung in ladder:
             if left() <= 0:
+                out.unwalked = rung
                 break
             got = walk(rung, left(), False)
             out.walks.append(got)

@@ -84,10 +84,13 @@ def test_a_red_whose_walk_finds_nothing_is_refuted_by_its_probe_not_exhausted():
 def test_a_green_climbs_while_verified_and_names_where_the_budget_ran_out():
     seen: list = []
     got = climb("green", rungs(Rung(6, 4)), 100.0, fake({(Rung(4, 3), False): "unknown"}, seen))
-    assert got.verdict == "unknown" and got.verified.rung == NEXT and got.stopped.rung == Rung(4, 3)
+    assert got.verdict == "unknown" and got.verified.rung == NEXT and got.stopped == Rung(4, 3)
     assert all(not p for _, _, p in seen)  # a green is walked, not probed
     whole = climb("green", [SMALL, NEXT], 100.0, fake({}, []))
     assert whole.verdict == "verified" and whole.stopped is None
+    # no budget left for the next rung: it is named where the budget ran out, not walked
+    cut = climb("green", [SMALL, NEXT], 0.0, fake({}, []))
+    assert cut.walks == [] and cut.stopped == SMALL and cut.ladder == "2x1:-"
 
 
 def test_a_red_verified_at_the_smallest_bound_is_refuted_up_the_ladder():
