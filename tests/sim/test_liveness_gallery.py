@@ -35,8 +35,8 @@ FAIR = "livelocked: fair cycle"
 
 
 def overrides(arm: str) -> list[str]:
-    [(_, _, ov)] = [c for c in gallery.cells(CELL, arm) if c[0] == CELL]
-    return [*ov, *BOUND]
+    [cell] = [c for c in gallery.cells(CELL, arm) if c.name == CELL]
+    return [*cell.overrides, *BOUND]
 
 
 class Concrete(Abstraction):
