@@ -4,8 +4,8 @@ own load, one exhaustive walk per rung (exhaustive_run.py, used as is).
 A red climbs until refuted. First it probes the ladder bottom up: at each rung the walk's
 first schedule alone, with no fingerprints (`explore.exhaustive.cache=false`, one schedule).
 A plain run costs the engine's steps only, while the cached walk digests every step of it
-(a 6,436-step first run: 1.3 s plain, 124 s cached), and 30 of the 45 reds fail on that run
-at their own load. The lowest rung whose probe fails is refuted, whatever the walks have
+(on a long first run, two orders of magnitude more: docs/simulation.md), and most reds fail
+on that run at their own load. The lowest rung whose probe fails is refuted, whatever the walks have
 time for. Then the walks, bottom up to that rung (or to the top when no probe failed), each
 with a share of the budget left (what is left over the rungs left to walk, so the last gets
 at least as much as any below it, and all a fast rung leaves): a walk that fails below the
