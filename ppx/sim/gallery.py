@@ -18,7 +18,8 @@ where the budget ran out, the ladder's top (the cell's own load, or the fixed bo
 (states, transitions, wall, states/s, trace length, whether it was exhausted: an exhausted
 red's trace is the shortest of all, by breadth-first search over the whole graph), the
 ladder's wall and every rung's answers (a red's probe first: `s` served, `f` failed; then
-the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it), and the failure of the trace.
+the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it), and the
+failure of the trace.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ import time
 from dataclasses import dataclass
 
 from ppx.config import ConfigError
+from ppx.replay import CONF_DIR
 from ppx.sim.gallery_ladder import Climb, Rung, Walk, climb, rungs
 
 # the gallery's base keys the explorer sets itself (it always runs the simulator, no logger)
 SKIP = ("logger=", "engine.transport=", "workload.max_new=")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONF = os.path.join(ROOT, "conf")
+ROOT = os.path.dirname(CONF_DIR)  # a workload's relative path is the repository's
 # what conf/explorer.yaml sets besides the load (a short shared prefix, 4 at a time, a small
 # pool): the top rung restores the study's values
 RESTORED = (
@@ -63,7 +64,7 @@ class Cell:
         study, ours = _compose("config", self.study), compose(self.overrides)
         w = study.workload
         requests = int(w.num_requests)
-        path = w.get("path") and os.path.join(ROOT, str(w.path))  # relative: the repository's
+        path = w.get("path") and os.path.join(ROOT, str(w.path))
         if path and os.path.exists(path):
             with open(path) as f:
                 requests = min(requests, sum(1 for ln in f if ln.strip()))
@@ -98,7 +99,7 @@ def _compose(config_name: str, overrides: list[str]):
 
     from ppx.validation import validate
 
-    with initialize_config_dir(config_dir=CONF, version_base=None):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
         cfg = hydra_compose(config_name=config_name, overrides=["engine.transport=sim", *overrides])
     return validate(cfg)
 
