@@ -67,11 +67,11 @@ def finds() -> None:
     from ppx.sim.gallery import cells
 
     print("\n2. #630 told sequence, " + " ".join(BOUND))
-    for cell in cells("#630 told sequence"):
-        if cell.name != "#630 told sequence":
+    for name, arm, ov in cells("#630 told sequence"):
+        if name != "#630 told sequence":
             continue
-        d = search(_zoo.explorer_compose(*cell.overrides, *BOUND))
-        print(f"   {cell.arm:<5} {d['verdict']} states {d['states']} transitions {d['transitions']} "
+        d = search(_zoo.explorer_compose(*ov, *BOUND))
+        print(f"   {arm:<5} {d['verdict']} states {d['states']} transitions {d['transitions']} "
               f"depth {d['depth']} wall {d['wall_s']} s", flush=True)  # fmt: skip
         for key, t in d["traces"].items():
             print(f"      trace {t['trace_len']:>4} steps  {key[:90]}")

@@ -76,7 +76,12 @@ class Cell:
         return Rung(requests, int(w.max_new), tuple(extra))
 
 
-def cells(match: str | None, arm: str | None = None) -> list[Cell]:
+def cells(match: str | None, arm: str | None = None) -> list[tuple[str, str, list[str]]]:
+    """(incident, arm, the explorer's overrides) of each cell matching `match` and `arm`."""
+    return [(c.name, c.arm, c.overrides) for c in gallery_cells(match, arm)]
+
+
+def gallery_cells(match: str | None, arm: str | None = None) -> list[Cell]:
     from ppx.study.catalog import load_study
 
     study = load_study("incident_gallery")
@@ -168,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(HEAD)
     start = Rung(args.requests, args.max_new)
-    for cell in cells(args.match, args.arm):
+    for cell in gallery_cells(args.match, args.arm):
         try:
             ladder = [start] if args.fixed else rungs(cell.own(), start)
             compose([*cell.overrides, *start.overrides()])

@@ -30,7 +30,7 @@ def test_the_rungs_climb_from_the_smallest_bound_to_the_cells_own_load():
 
 
 def test_the_top_rung_is_the_cells_load_as_the_study_composes_it():
-    own = next(c for c in gallery.cells("#791 forwarded batch order", "red")).own()
+    own = next(c for c in gallery.gallery_cells("#791 forwarded batch order", "red")).own()
     assert (own.requests, own.max_new) == (8, 4)  # the cell's own (the gallery's base: 6)
     assert dict(own.restored)["workload.prefix_len"] == "96"  # conf/explorer.yaml: 16
 
@@ -94,7 +94,7 @@ def test_a_green_climbs_while_verified_and_names_where_the_budget_ran_out():
 
 
 def test_a_red_verified_at_the_smallest_bound_is_refuted_up_the_ladder():
-    red, green = (next(c for c in gallery.cells(LATE_HOP, arm)) for arm in ("red", "green"))
+    red, green = (next(c for c in gallery.gallery_cells(LATE_HOP, arm)) for arm in ("red", "green"))
     up = climb("red", [SMALL, NEXT], 30.0, gallery.walker(red, 20000))
     assert up.ladder == "2x1:sV 3x2:fR"
     assert up.verdict == "refuted" and up.refuted.rung == NEXT and up.refuted.exhausted
@@ -106,7 +106,7 @@ def test_a_red_verified_at_the_smallest_bound_is_refuted_up_the_ladder():
 
 
 def test_the_refuting_rungs_trace_is_no_longer_than_plain_searchs_shortest():
-    red = next(c for c in gallery.cells(LATE_HOP, "red"))
+    red = next(c for c in gallery.gallery_cells(LATE_HOP, "red"))
     walk = ["explore.clock=idle", "explore.strategy=exhaustive", "explore.shrinker.runs=0",
             "explore.schedules=100000", *NEXT.overrides()]  # fmt: skip
     modes = {"plain": ["explore.reduce=none", "explore.exhaustive.cache=false"],

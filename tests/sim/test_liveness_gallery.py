@@ -35,8 +35,8 @@ FAIR = "livelocked: fair cycle"
 
 
 def overrides(arm: str) -> list[str]:
-    [cell] = [c for c in gallery.cells(CELL, arm) if c.name == CELL]
-    return [*cell.overrides, *BOUND]
+    [(_, _, ov)] = [c for c in gallery.cells(CELL, arm) if c[0] == CELL]
+    return [*ov, *BOUND]
 
 
 class Concrete(Abstraction):
