@@ -43,6 +43,8 @@ def test_every_preset_composes_and_names_a_section(preset):
     [
         (["faults.lose.kind=outptu"], "faults.lose.kind='outptu': chain | proxy | output"),
         (["faults.delay.kind=x"], "faults.delay.kind='x': chain | proxy"),
+        (["faults.delay.kind=output"], "faults.delay.kind=output names no rank"),
+        (["faults.lose.rank=1"], "faults.lose.rank=1 names no message kind"),
         (["pp=3", "faults.corrupt.rank=1"], "faults.corrupt.rank=1: tokens are sampled"),
         (["faults.offer_flap.tokens=3"], "faults.offer_flap.tokens=3: a token count >= 0"),
         (["faults.retract.redeliver=true"], "faults.retract.redeliver=true means nothing"),
@@ -156,6 +158,25 @@ def test_wire_delay_holds_its_kind_on_the_transport():
     assert held == [(0.5, "faults.delay")] * 2
     one = typed_cfg({"pp": 2, "faults.delay.kind": "proxy", "faults.delay.rank": 1})
     assert RankFaults(one, 0).wire == [] and len(RankFaults(one, 1).wire) == 1
+
+
+def test_the_delay_output_preset_holds_the_last_ranks_outputs():
+    # the preset once named no rank, so `faults=delay_output` ran every message untouched
+    from ppx_helpers import compose
+
+    from ppx.validation import validate
+
+    cfg = validate(compose("pp=3", "faults=delay_output"))
+    held = []
+
+    class Ch:
+        class t:  # noqa: N801 - the transport a Sender holds
+            @staticmethod
+            def hold(s, label):
+                held.append((s, label))
+
+    (delay,) = RankFaults(cfg, 2).wire
+    assert delay.posting(Ch(), 0, _msg(Kind.OUTPUT)) and held == [(0.02, "faults.delay")]
 
 
 def test_cutover_epoch_desync_miscounts_the_first_cutover_only():

@@ -258,12 +258,6 @@ class KVCache:
         """Evict every cached prefix no request holds (faults.cache_drop.rank: a rank-local loss)."""
         self.free += self.tree.evict(self.tree.evictable)
 
-    def clear_tree(self) -> None:
-        """Drop every unlocked cached prefix (a flip changes the layout). Callers release
-        every request first, so nothing is locked."""
-        assert self.tree.locked_size == 0, "clear_tree with live requests"
-        self.free += self.tree.clear()
-
     # -- ledger ---------------------------------------------------------------------------
     def ledger(self) -> dict:
         """Check the partition free / tree-owned / request-owned; returns counts + violations."""

@@ -148,11 +148,3 @@ class RadixTree:
 
     def all_slots(self) -> list[int]:
         return [s for n in self._nodes() for s in n.value]
-
-    def clear(self) -> list[int]:
-        """Drop the whole tree (a phase flip changes the layout); returns the freed slots."""
-        freed = self.all_slots()
-        self.root = Node()
-        self.root.lock = 1
-        self.size = self.locked_size = 0
-        return freed

@@ -17,7 +17,7 @@ from typing import Any
 
 from ppx.core import Flag, Kind, Message
 from ppx.engine.faults.base import Fault, OneRank, Sender, Wire
-from ppx.fault_sections import LAST_RANK
+from ppx.fault_sections import LAST_RANK, OFF
 
 EVERY_RANK = LAST_RANK  # faults.delay.rank=-2: every rank's sends of the kind are slow
 
@@ -38,9 +38,15 @@ class OnKind(Fault):
 
     @classmethod
     def refuse(cls, section: Any, cfg: Any) -> str | None:
-        kind = section.kind
+        kind, rank, key = section.kind, int(section.rank), f"faults.{cls.key}"
         if kind is not None and str(kind).upper() not in Kind.__members__:
-            return f"faults.{cls.key}.kind={kind!r}: {' | '.join(k.label for k in Kind)}"
+            return f"{key}.kind={kind!r}: {' | '.join(k.label for k in Kind)}"
+        # half a fault acts on nothing: a run that names a kind on no rank (or a rank with no
+        # kind) would be reported as faulted while every message went through untouched
+        if kind is not None and rank == OFF:
+            return f"{key}.kind={kind} names no rank ({key}.rank=-1 is off): set {key}.rank"
+        if kind is None and rank != OFF:
+            return f"{key}.rank={rank} names no message kind: set {key}.kind"
         return None
 
 
