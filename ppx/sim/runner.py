@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import OmegaConf
 
+from ppx.frontend.make import make_workload
 from ppx.judge import judge_served
 from ppx.oracle import Oracle, sample_rids
 from ppx.sim.coverage import counters_of
@@ -80,13 +81,16 @@ class Runner:
         self.cfg = cfg
         self.typed = OmegaConf.to_object(cfg)
         self.models: dict = {}
+        # immutable (request i is a pure function of the config, the seed and i): one for
+        # every schedule, built from the typed config (no omegaconf read per request)
+        self.workload = make_workload(self.typed)
         self.oracle = Oracle.for_config(cfg)
-        self.sample = float(cfg.oracle.sample)
+        self.sample, self.seed = float(cfg.oracle.sample), int(cfg.seed)
         self.log = log if log is not None else io.StringIO()
 
     def run(self, strategy) -> Result | None:
         """The run's row, or None when the strategy cut it (the dfs reduction)."""
-        sup = SimSupervisor(self.cfg, None, strategy, self.typed, self.models)
+        sup = SimSupervisor(self.cfg, None, strategy, self.typed, self.models, self.workload)
         # the ranks' warnings go to the exploration's log, not to the screen
         with contextlib.redirect_stderr(self.log):
             out = sup.run()
@@ -112,7 +116,7 @@ class Runner:
     def check(self, driver) -> tuple[int, list]:
         """Every served request's tokens against the reference (oracle.sample of them)."""
         served = [r for r in driver.records.values() if r.outcome == "served"]
-        keep = set(sample_rids([r.req.rid for r in served], self.sample, int(self.cfg.seed)))
+        keep = set(sample_rids([r.req.rid for r in served], self.sample, self.seed))
         checked, bad = 0, []
         for rec in served:
             if rec.req.rid in keep:
