@@ -22,6 +22,7 @@ import torch
 
 from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
+from ppx.engine.int_tensor import int_tensor
 from ppx.engine.transport.base import Transport
 from ppx.header import MAX_AUX
 
@@ -43,7 +44,7 @@ def encode_header(msg: Message) -> torch.Tensor:
         if t.dim() > 3:
             raise ValueError("payload tensors have at most 3 dims")
         h += [_CODE[t.dtype], *t.shape] + [-1] * (3 - t.dim())
-    return torch.tensor(h + [0] * (HEADER_LEN - len(h)), dtype=torch.int64)
+    return int_tensor(h + [0] * (HEADER_LEN - len(h)))
 
 
 def decode_header(h: torch.Tensor) -> tuple[Message, list[tuple[torch.dtype, list[int]]]]:

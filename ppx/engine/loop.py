@@ -24,6 +24,7 @@ from ppx.core import Flag, Kind, Message, SlotBatch, StopRun
 from ppx.engine.board import ALL_PEERS, F, Op
 from ppx.engine.codec import chain_message, decode_requests
 from ppx.engine.faults.base import Carry
+from ppx.engine.int_tensor import int_tensor
 from ppx.protocol.ordering import Step
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class PassSteps:
         if ctx.is_last:
             self.sampled[p.pass_id] = out.to("cpu")
         else:
-            fp = torch.tensor(b.fingerprint(), dtype=torch.int64)
+            fp = int_tensor(b.fingerprint())
             ctx.ch.send(
                 ctx.next, Message(Kind.PROXY, p.slot, p.pass_id, ctx.epoch, tensors=[out, fp])
             )
@@ -199,7 +200,7 @@ class PassSteps:
             b.obs = msg.tensors[0].tolist() + b.obs
         b.voided = True
         if not ctx.is_last:
-            obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
+            obs = int_tensor(b.obs).view(-1, 4)
             void = Message(Kind.PROXY, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[obs])
             ctx.ch.send(ctx.next, void)
             if step.flush:
@@ -267,7 +268,7 @@ class PassSteps:
         if not b.voided:
             ctx.ch.send(0, Message(Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, tensors=[tokens]))
         elif self.ring.relay.sends_void_output:
-            obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
+            obs = int_tensor(b.obs).view(-1, 4)
             void = Message(
                 Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[tokens, obs]
             )
@@ -296,7 +297,7 @@ class PassSteps:
         """A rank-local void: this rank re-queues the pass's requests now (residents stay in
         the slot), instead of at the void output the ring would bring back."""
         ctx = self.ctx
-        obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
+        obs = int_tensor(b.obs).view(-1, 4)
         none = torch.zeros(0, dtype=torch.int64)
         void = Message(
             Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[none, obs]
