@@ -113,7 +113,12 @@ class Channels:
             self.inbox[key].append((msg, None))
             return
         where = self.t.payload_device_for(dst, sending=True)
-        payload = [t.detach().to(where).contiguous() for t in msg.tensors]
+        # .to(device) parses the device string even when it moves nothing: skip it on the host
+        host = where == "cpu"
+        payload = [
+            (t.detach() if host and t.is_cpu else t.detach().to(where)).contiguous()
+            for t in msg.tensors
+        ]
         for t in payload:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
         if payload:

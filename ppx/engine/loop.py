@@ -200,7 +200,7 @@ class PassSteps:
             b.obs = msg.tensors[0].tolist() + b.obs
         b.voided = True
         if not ctx.is_last:
-            obs = int_tensor(b.obs).view(-1, 4)
+            obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
             void = Message(Kind.PROXY, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[obs])
             ctx.ch.send(ctx.next, void)
             if step.flush:
@@ -268,7 +268,7 @@ class PassSteps:
         if not b.voided:
             ctx.ch.send(0, Message(Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, tensors=[tokens]))
         elif self.ring.relay.sends_void_output:
-            obs = int_tensor(b.obs).view(-1, 4)
+            obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
             void = Message(
                 Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[tokens, obs]
             )
@@ -297,7 +297,7 @@ class PassSteps:
         """A rank-local void: this rank re-queues the pass's requests now (residents stay in
         the slot), instead of at the void output the ring would bring back."""
         ctx = self.ctx
-        obs = int_tensor(b.obs).view(-1, 4)
+        obs = torch.tensor(b.obs, dtype=torch.int64).reshape(-1, 4)
         none = torch.zeros(0, dtype=torch.int64)
         void = Message(
             Kind.OUTPUT, p.slot, p.pass_id, ctx.epoch, flags=Flag.VOID, tensors=[none, obs]

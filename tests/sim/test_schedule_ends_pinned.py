@@ -1,10 +1,10 @@
 """The engine's hot paths may get faster, never different: N random schedules of a few configs,
 each schedule's choices and its end (ppx/sim/ends.py: every request's tokens, the order of
 commits, the verdict and reason key) pinned to the values main's code gave before the speed
-work of issue 31 (recorded at 923eeb8). A change that alters any schedule -- the tasks
+work of issue 31 (recorded at 4d7576b). A change that alters any schedule -- the tasks
 chosen, a token, the commit order, a verdict -- fails here, naming the config and the seeds.
 
-Red arm: a one-step change to the engine (a token's id off by one in the frontend's record)
+Red arm: a one-step change to the engine (every request asks for one token less)
 must move the pinned ends.
 
 A change of behaviour that is meant (a protocol fix) re-records the values:
@@ -34,18 +34,25 @@ CONFIGS = {
     "lose_message": ["pp=3", "faults=lose_message", "faults.lose.rank=2"],
     "slow_rank": ["pp=3", "faults=slow_rank", "workload.num_requests=6",
                   "workload.concurrency=6", "engine.kv.pool_tokens=64"],
+    # voids and retractions: rank 1's pool too small for two shared prefixes, the rid guard
+    # (the gallery's #791b void ring green)
+    "voids": ["pp=2", "engine/ordering=decision_first", "engine/admission=decision",
+              "engine/guard=rid", "faults=pool_skew", "faults.pool.tokens=64",
+              "workload.num_prefixes=2", "workload.prefix_len=24", "workload.num_requests=6",
+              "workload.concurrency=1", "workload.max_new=8", "seed=2"],
     # a wedge (the gallery's blocking_lap red)
     "blocking_lap": ["pp=3", "engine/admission=decision", "engine/ordering=blocking_lap"],
     # a real (tiny) transformer instead of the hash model: the tensors' own path
     "micro": ["pp=3", "model=micro", "workload.num_requests=2", "workload.max_new=2"],
 }  # fmt: skip
-PINNED = {  # main at 923eeb8, before the speed work
+PINNED = {  # main at 4d7576b, before the speed work
     "default": "c6efd2ae0b100bb5",  # ['served']
     "decision_first": "cdb6c6bcb6bb3569",  # ['served']
     "flip": "9bd5415d080483f2",  # ['served']
     "pool_skew": "7f654ce30e45f9ab",  # ['stopped']
     "lose_message": "59b48d9eec8567c7",  # ['mismatch']
     "slow_rank": "b8af74d33029f7d4",  # ['served']
+    "voids": "7ba9d87af6edd8e4",  # ['served']
     "blocking_lap": "f4bc047625da41ec",  # ['wedged']
     "micro": "02b02100b4083a68",  # ['served']
 }

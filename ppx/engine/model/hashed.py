@@ -55,12 +55,16 @@ def _compose(mix: list[list[int]], first: int, last: int) -> tuple[int, int, int
     return a, b, c
 
 
+def _read_sums(ks: list[int], vs: list[int], w: list[int]) -> list[int]:
+    """The running hash of a prefix read back as (id, prefix hash) per slot, before its mod:
+    h[p] = sum over j <= p of (v[j] + ID * k[j] + 1) * w[j] (position-weighted: a
+    permutation, an id or a history that differs at any slot changes it)."""
+    return list(accumulate([(g + ID * t + 1) * wj for t, g, wj in zip(ks, vs, w)]))  # noqa: B905
+
+
 def _read_hash(ks: list[int], vs: list[int], w: list[int]) -> list[int]:
-    """The running hash of a prefix read back as (id, prefix hash) per slot: h[p] = sum over
-    j <= p of (v[j] + ID * k[j] + 1) * w[j] mod MOD (position-weighted: a permutation, an
-    id or a history that differs at any slot changes it)."""
-    terms = [(g + ID * t + 1) * wj for t, g, wj in zip(ks, vs, w)]  # noqa: B905
-    return [h % MOD for h in accumulate(terms)]
+    """h[p] mod MOD at every position (a stage needs it only at its new tokens' positions)."""
+    return [h % MOD for h in _read_sums(ks, vs, w)]
 
 
 ID = 1 << 24  # keeps a slot's id and its prefix hash apart in the read hash
@@ -162,8 +166,8 @@ class HashStage:
         ks, vs = _decode(k[where], k_tag, None), _decode(v[where], v_tag, MOD)
         f, at = [], 0
         for b, row in enumerate(rows):
-            read = _read_hash(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
-            f += [read[pos[i]] for i in range(qo[b], qo[b + 1])]
+            sums = _read_sums(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
+            f += [sums[pos[i]] % MOD for i in range(qo[b], qo[b + 1])]
             at += len(row)
         if self.tp_size > 1:  # every shard's own KV counts: mean of the ranks' hashes
             total = self.all_reduce(torch.tensor(f, dtype=torch.int64)).tolist()
