@@ -12,16 +12,18 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from omegaconf import OmegaConf
 
 from ppx.frontend.make import make_workload
 from ppx.judge import judge_served
-from ppx.oracle import Oracle, sample_rids
+from ppx.oracle import Mismatch, Oracle, sample_rids
 from ppx.sim.coverage import counters_of
 from ppx.sim.ends import END_COLUMNS, end_record
 from ppx.sim.world import SimSupervisor
+
+CHECKED_MAX = 4096  # (prompt, tokens) pairs the oracle memo keeps before it starts over
 
 COLUMNS = [
     "schedule",
@@ -86,6 +88,9 @@ class Runner:
         self.workload = make_workload(self.typed)
         self.oracle = Oracle.for_config(cfg)
         self.sample, self.seed = float(cfg.oracle.sample), int(cfg.seed)
+        # the reference's verdict on (prompt, tokens) never changes, and most schedules serve
+        # the same tokens: each pair is checked once per worker (a bounded memo)
+        self.checked: dict[tuple, list[Mismatch]] = {}
         self.log = log if log is not None else io.StringIO()
 
     def run(self, strategy) -> Result | None:
@@ -121,5 +126,16 @@ class Runner:
         for rec in served:
             if rec.req.rid in keep:
                 checked += len(rec.output)
-                bad += self.oracle.check(rec.req.prompt, rec.output, rec.req.rid)
+                bad += [
+                    replace(m, rid=rec.req.rid) for m in self._verdict(rec.req.prompt, rec.output)
+                ]
         return checked, bad
+
+    def _verdict(self, prompt: list[int], output: list[int]) -> list[Mismatch]:
+        key = (tuple(prompt), tuple(output))
+        found = self.checked.get(key)
+        if found is None:
+            if len(self.checked) >= CHECKED_MAX:
+                self.checked.clear()
+            found = self.checked[key] = self.oracle.check(prompt, output)
+        return found
