@@ -136,6 +136,15 @@ class ExhaustiveWalker(DfsWalker):
         return None
 
 
+def walk_to_the_end(runner, walker: ExhaustiveWalker) -> ExhaustiveWalker:
+    """Every run of `walker` on `runner` until the walk is exhausted, keeping only what the
+    walker keeps (states, graph; no rows, no verdict): a walk compared with another."""
+    while not walker.exhausted:
+        res = runner.run(walker.strategy())
+        walker.record_end(None if res is None else 0)
+    return walker
+
+
 def choice_points(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """A trace's steps as a schedule's choices: the steps where more than one task could run."""
     return [(t, m) for t, m in steps if m & (m - 1)]

@@ -41,7 +41,7 @@ def search(cfg, echo=print, log=None) -> Exploration:
     cache, liveness = bool(x.exhaustive.cache), bool(x.exhaustive.liveness)
     # the exploration's immutable inputs stand in the fingerprint by identity; without the
     # cache no state is fingerprinted (no visited set, no graph: the plain tree of runs)
-    inputs = (runner.cfg, runner.typed, runner.models, runner.oracle)
+    inputs = runner.inputs
     fp = Fingerprint(inputs) if cache else None
     # the abstract graph needs the concrete one (the cache's graph): liveness rides on it
     abstraction = Abstraction(inputs) if cache and liveness else None

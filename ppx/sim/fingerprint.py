@@ -24,8 +24,13 @@ Left out, each because the future cannot read it: the strategy (it chooses, it i
 chosen over), the scheduler's history (choices made, steps taken: the step bound is
 2,000,000 steps and a bounded scenario ends far inside it), the board's op ring (the
 post-mortem's timeline, written, never read by a rank), a parked receive's output buffer
-(overwritten whole before it is read), and the exploration's immutable inputs (stage
-models, the configs, the oracle), the same objects in every run, written by identity.
+(overwritten whole before it is read), and the exploration's inputs (the configs, the
+oracle, the workload, and the stage models and KV caches its runs share:
+runner.SharedModels, whose leftovers no run reads), the same objects in every run, written
+by identity: as their place
+in a walk over the inputs, so two explorations of one scenario in one process give one
+state one digest. Pickle never hands an exact dict, list, tuple or set to the reader, so
+such an input would be written by value: it is refused.
 Module globals are not walked: the engine keeps no mutable state there (the comparison
 tests, tests/sim/test_exhaustive_ends.py, reach the same ends with caching on and off).
 
@@ -46,6 +51,10 @@ from ppx.sim.fingerprint_forms import OVERWRITTEN, Reader, UnknownState, stack_o
 from ppx.sim.scheduler import Scheduler
 
 __all__ = ["Fingerprint", "UnknownState"]
+
+# the containers pickle writes itself, never handing them to the reader (pickle's docs:
+# reducer_override is not called for exact dicts, lists, tuples, sets, frozensets)
+PLAIN_CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
 class _Hashing:
@@ -68,10 +77,19 @@ class Fingerprint:
     by identity (the exploration's immutable inputs; see the module docstring)."""
 
     def __init__(self, opaque: tuple = ()) -> None:
+        # pickle never asks its reader about an exact dict, list, tuple or set: such an input
+        # would be written by value, with whatever earlier runs left in it (runner.py's
+        # SharedModels is a dict subclass for that reason)
+        plain = [type(o).__name__ for o in opaque if type(o) in PLAIN_CONTAINERS]
+        if plain:
+            raise TypeError(f"fingerprint: an opaque input is a plain {plain[0]}: it would be "
+                            "written by value (wrap it in a subclass)")  # fmt: skip
         # every object reachable from an opaque input is opaque too (a rank's view of the
         # typed config is a part of it): found once here, by identity ever after
         self._keep = _reachable(opaque)  # alive while this lives: their ids stay theirs
-        self.opaque: set[int] = {id(o) for o in self._keep}
+        # each written as its place in that walk, not its address: two explorations of one
+        # scenario in one process (a reduced and a plain walk) then give one state one digest
+        self.opaque: dict[int, int] = {id(o): i for i, o in enumerate(self._keep)}
 
     def of(self, sched: Scheduler) -> bytes:
         out = _Hashing()

@@ -21,6 +21,7 @@ Canonical forms (two states the engine cannot tell apart, written alike):
   commuting steps -- made two digests of one state.)
 - `_Collective.parts`: rank -> tensor, read by rank (`parts[src]`, rank order) and by size;
   written sorted by rank (it was kept in arrival order).
+- a frame's locals: by name (`locals_of`: `f_locals` comes in the order of earlier looks).
 """
 
 from __future__ import annotations
@@ -71,17 +72,18 @@ def stack_of(frame) -> list:
 
 class Reader:
     """The pickler's `reducer_override` for one digest: `dead` (ids of overwritten buffers)
-    and `opaque` (ids of the immutable inputs) are the digest's own."""
+    and `opaque` (id of each immutable input -> its place) are the digest's own."""
 
-    def __init__(self, opaque: set[int], dead: set[int], marks: dict[int, str]) -> None:
+    def __init__(self, opaque: dict[int, int], dead: set[int], marks: dict[int, str]) -> None:
         self.opaque, self.dead, self.marks = opaque, dead, marks
 
     def __call__(self, o):
         if o is _mark:  # the reconstructor itself: by name, as pickle writes a function
             return NotImplemented
         key = id(o)
-        if key in self.opaque:
-            return _mark, ("#", key)
+        place = self.opaque.get(key)
+        if place is not None:
+            return _mark, ("#", place)
         mark = self.marks.get(key)
         if mark is not None:
             return _mark, (mark,)
@@ -116,9 +118,17 @@ def _function(r: Reader, o):
     return _mark, ("F", o.__module__, o.__qualname__), (o.__defaults__, o.__kwdefaults__, cells)
 
 
+def locals_of(fr) -> dict:
+    """A frame's locals by name. Not `f_locals` as it comes: Python 3.11 keeps one such dict
+    per frame, refreshed in place at each look, so a local bound since the previous look
+    goes to its end; its order is the history of the looks (a walk looks at every new
+    state, a replay at its last), and no code iterates its own locals."""
+    return dict(sorted(fr.f_locals.items()))
+
+
 def _frame(r: Reader, fr):
     code = fr.f_code
-    return _mark, ("fr", code.co_filename, code.co_qualname, fr.f_lasti), fr.f_locals
+    return _mark, ("fr", code.co_filename, code.co_qualname, fr.f_lasti), locals_of(fr)
 
 
 def _generator(r: Reader, o):

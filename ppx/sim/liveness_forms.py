@@ -54,7 +54,7 @@ from ppx.protocol.prefetch_carrier import Carrier
 from ppx.protocol.reconcile import Reconcile
 from ppx.protocol.void import Keep
 from ppx.sim.fingerprint import Fingerprint, UnknownState, _Hashing, _Pickler
-from ppx.sim.fingerprint_forms import Reader, _mark
+from ppx.sim.fingerprint_forms import Reader, _mark, locals_of
 from ppx.telemetry.events import EventLog
 
 # class -> {attribute: the counter family its numbers belong to}. A family's numbers move
@@ -144,7 +144,7 @@ class AbstractReader(Reader):
     """fingerprint_forms.Reader with the counters and the watchdog state taken out; the
     counters' values go to `counters`, in the order the pickle meets them."""
 
-    def __init__(self, opaque: set[int], dead: set[int], marks: dict[int, str]) -> None:
+    def __init__(self, opaque: dict[int, int], dead: set[int], marks: dict[int, str]) -> None:
         super().__init__(opaque, dead, marks)
         self.counters: list[Counter] = []
 
@@ -169,7 +169,7 @@ class AbstractReader(Reader):
 
     def _frame(self, o):
         code = o.f_code
-        local = dict(o.f_locals)
+        local = locals_of(o)  # by name, as the fingerprint writes it
         for name, family in sorted(LOCAL_COUNTERS.items()):
             if name in local:
                 local[name] = _ints(local[name], family, self.counters)

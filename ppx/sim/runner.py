@@ -78,11 +78,22 @@ def delays(choices: list[tuple[int, int]]) -> int:
     return sum(bin(mask & ((1 << tid) - 1)).count("1") for tid, mask in choices)
 
 
+class SharedModels(dict):
+    """The stage models and KV caches every run of one Runner shares (engine/plan.py keeps
+    them here by phase and rank). A dict subclass, not a dict: the state fingerprint writes
+    it by identity, and pickle never asks its reader about an exact dict (fingerprint.py).
+
+    No run reads what an earlier run left in it: a model's weights are immutable and its TP
+    all-reduce is rebound when a run takes it, and a cache is reset in place before a run
+    uses it. Written by value, the previous schedule's leftovers (the pools of a rank that
+    has not reached its first plan yet, a flipped-away phase's) made one state two digests."""
+
+
 class Runner:
     def __init__(self, cfg, log: io.TextIOBase | None = None) -> None:
         self.cfg = cfg
         self.typed = OmegaConf.to_object(cfg)
-        self.models: dict = {}
+        self.models: dict = SharedModels()
         # immutable (request i is a pure function of the config, the seed and i): one for
         # every schedule, built from the typed config (no omegaconf read per request)
         self.workload = make_workload(self.typed)
@@ -92,6 +103,12 @@ class Runner:
         # the same tokens: each pair is checked once per worker (a bounded memo)
         self.checked: dict[tuple, list[Mismatch]] = {}
         self.log = log if log is not None else io.StringIO()
+
+    @property
+    def inputs(self) -> tuple:
+        """What every run of this Runner reads and none writes into its state (a state's
+        fingerprint writes them by identity)."""
+        return (self.cfg, self.typed, self.models, self.oracle, self.workload)
 
     def run(self, strategy) -> Result | None:
         """The run's row, or None when the strategy cut it (the dfs reduction)."""

@@ -3,15 +3,21 @@ and the visited set of state fingerprints) reach the same set of ends -- each en
 digest of every request's tokens, the order of commits, the verdict and reason key
 (ppx/sim/ends.py) -- on three small configs, one of them failing in every schedule. Red
 arms: an end record of tokens alone cannot tell two commit orders apart; a fingerprint blind
-to the tasks' stacks loses ends; a search cut short is `unknown`, not `verified`."""
+to the tasks' stacks loses ends; a search cut short is `unknown`, not `verified`. The reduced
+and the plain cached walk visit one set of state digests (sleep sets cut transitions, not
+states); red arms: a digest that carries history (what earlier schedules left in the shared
+models, the order of a frame's earlier looks at its locals) splits states, differently in
+each walk."""
 
 from __future__ import annotations
 
 import pytest
-from explore_helpers import explore_in
+from explore_helpers import explore_in, explorer_cfg
 
 import ppx.sim.fingerprint as fingerprint
 import ppx.sim.fingerprint_forms as forms
+from ppx.sim.exhaustive import ExhaustiveWalker, walk_to_the_end
+from ppx.sim.runner import Runner, SharedModels
 
 EXHAUSTIVE = ["explore.strategy=exhaustive", "explore.schedules=100000", "explore.shrinker.runs=0"]
 DECISION = ["engine/admission=decision", "engine/ordering=decision_first"]
@@ -130,6 +136,54 @@ def test_the_canonical_wire_keeps_what_a_rank_can_read():
     assert fp.of_object(swapped_keys) == base
     assert fp.of_object(wire((a, 2), (b, 2))) != base  # another message
     assert fp.of_object(wire((a, 1), (a, 2))) != fp.of_object(wire((a, 2), (a, 1)))  # FIFO
+
+
+def states_reached(cfg, sleep: bool, inputs=lambda r: r.inputs) -> set[bytes]:
+    """The digest of every state the cached walk visits (the walk by hand, as search runs
+    it, on a Runner of its own), `inputs` what the fingerprint writes by identity."""
+    runner = Runner(cfg)
+    walker = ExhaustiveWalker(sleep, True, fingerprint.Fingerprint(inputs(runner)))
+    return set(walk_to_the_end(runner, walker).visited)
+
+
+# one request, two tokens, one flip at pp=2: 90 states, each of both kinds of history below
+# splits some of them (a few seconds for the six walks)
+ONE_FLIP = ["pp=2", *DECISION, "workload.num_requests=1", "workload.max_new=2", "explore.clock=idle",
+            "flip=every_40_passes", "flip.every_passes=2", "flip.max_flips=1"]  # fmt: skip
+
+
+def test_sleep_sets_cut_transitions_not_states(monkeypatch):
+    """Sleep sets prune transitions, never reachable states (Godefroid): the reduced cached
+    walk visits exactly the plain cached walk's states, digest for digest. It did not while
+    a digest carried history, which the two walks (their schedules in other orders) do not
+    share. Red arms, each the digest as main wrote it: (1) the runs' shared stage models and
+    KV caches by value (an exact dict never reaches the reader): what an earlier schedule
+    left in the pools of a rank that has not reached its plan yet, and which keys earlier
+    schedules made; (2) a frame's `f_locals` in its own order: that of the earlier looks."""
+    cfg = explorer_cfg(*ONE_FLIP, *EXHAUSTIVE)
+    assert states_reached(cfg, sleep=False) == states_reached(cfg, sleep=True)
+
+    def by_value(runner: Runner) -> tuple:
+        return tuple(i for i in runner.inputs if i is not runner.models)
+
+    assert states_reached(cfg, False, by_value) != states_reached(cfg, True, by_value)
+    monkeypatch.setattr(forms, "locals_of", lambda frame: frame.f_locals)
+    assert states_reached(cfg, sleep=False) != states_reached(cfg, sleep=True)
+
+
+def test_an_opaque_input_pickle_writes_itself_is_refused():
+    """Green: the shared models stand by identity, whatever a run leaves in them. Red: a
+    plain dict as an opaque input is refused (pickle would write it by value)."""
+    from types import SimpleNamespace
+
+    shared = SharedModels()
+    fp = fingerprint.Fingerprint((shared,))
+    holder = SimpleNamespace(models=shared)
+    empty = fp.of_object(holder)
+    shared["kv"] = [3, 2, 1]  # what one schedule leaves for the next
+    assert fp.of_object(holder) == empty
+    with pytest.raises(TypeError, match="plain dict"):
+        fingerprint.Fingerprint(({},))
 
 
 def test_a_search_cut_short_is_unknown_not_verified(tmp_path):

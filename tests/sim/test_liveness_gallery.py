@@ -17,7 +17,7 @@ import pytest
 from explore_helpers import explore_in, replay
 
 from ppx.sim import gallery
-from ppx.sim.exhaustive import ExhaustiveWalker
+from ppx.sim.exhaustive import ExhaustiveWalker, walk_to_the_end
 from ppx.sim.exhaustive_run import summary_keys
 from ppx.sim.fingerprint import Fingerprint
 from ppx.sim.liveness import pump
@@ -51,12 +51,9 @@ def walk(arm: str, abstraction_type=Abstraction) -> tuple[Runner, ExhaustiveWalk
     from explore_helpers import explorer_cfg
 
     runner = Runner(explorer_cfg(*overrides(arm)))
-    inputs = (runner.cfg, runner.typed, runner.models, runner.oracle)
+    inputs = runner.inputs
     w = ExhaustiveWalker(True, True, Fingerprint(inputs), abstraction_type(inputs))
-    while not w.exhausted:
-        res = runner.run(w.strategy())
-        w.record_end(None if res is None else 0)
-    return runner, w
+    return runner, walk_to_the_end(runner, w)
 
 
 @pytest.fixture(scope="module")
