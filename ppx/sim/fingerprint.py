@@ -27,9 +27,8 @@ post-mortem's timeline, written, never read by a rank), a parked receive's outpu
 (overwritten whole before it is read), and the exploration's inputs (the configs, the
 oracle, the workload, and the stage models and KV caches its runs share:
 runner.SharedModels, whose leftovers no run reads), the same objects in every run, written
-by identity: as their place
-in a walk over the inputs, so two explorations of one scenario in one process give one
-state one digest. Pickle never hands an exact dict, list, tuple or set to the reader, so
+by identity: as their place in a walk over the inputs, so two explorations of one scenario
+in one process give one state one digest. Pickle never hands an exact dict, list, tuple or set to the reader, so
 such an input would be written by value: it is refused.
 Module globals are not walked: the engine keeps no mutable state there (the comparison
 tests, tests/sim/test_exhaustive_ends.py, reach the same ends with caching on and off).
