@@ -97,8 +97,9 @@ class MatchCapCfg:
 
 @dataclass
 class CacheDropCfg:
-    """After pass `after_pass`, rank `rank` evicts every cached prefix no request holds
-    (the #963 shape). -1 = off."""
+    """After pass `after_pass` (or a later one the simulator's scheduler picks, under
+    faults.timing=choice), rank `rank` evicts every cached prefix no request holds (the #963
+    shape). -1 = off."""
 
     rank: int = OFF
     after_pass: int = 0
@@ -107,9 +108,9 @@ class CacheDropCfg:
 @dataclass
 class FaultsCfg:
     """`name` labels the preset (conf/faults/); `timing` says when a timed effect lands (a
-    host-tier load, a delayed send): `fixed`, after its configured delay, or `choice`, when
-    the simulator's scheduler picks (engine.transport=sim; ppx/sim/timing.py). Every other
-    field is one fault's section."""
+    host-tier load, a delayed send, a cache drop's or a flip's pass count): `fixed`, after
+    its configured delay or at its pass, or `choice`, when the simulator's scheduler picks
+    (engine.transport=sim; ppx/sim/timing.py). Every other field is one fault's section."""
 
     name: str = "none"
     timing: str = "fixed"  # fixed | choice

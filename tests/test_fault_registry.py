@@ -9,6 +9,7 @@ from dataclasses import fields
 
 import pytest
 from ppx_helpers import ROOT, assert_refused, typed_cfg
+from timing_helpers import HandTiming
 
 from ppx.core import Flag, Kind, Message
 from ppx.engine.faults.base import RUN, Candidates, Readiness
@@ -83,16 +84,32 @@ def test_readiness_match_cap_offer_flap_and_cache_drop_chain_on_rank_0():
     assert r0.offer(5, 40) == 33 and r0.offer(6, 40) == 40
     r0.voided({5})  # the next void regains them
     assert r0.offer(5, 40) == 40
-    dropped = []
-
-    class Cache:
-        def drop_unlocked(self):
-            dropped.append(True)
-
+    cache = _Cache()
     for pass_id in range(4):
-        r0.after_pass(pass_id, Cache())
-    assert dropped == [True]  # after pass 2 only
+        r0.after_pass(pass_id, cache)
+    assert cache.dropped == 1  # after pass 2 only
     assert type(RankFaults(cfg, 1).readiness) is Readiness  # rank 1: whole match, no flap
+
+
+class _Cache:
+    dropped = 0
+
+    def drop_unlocked(self):
+        self.dropped += 1
+
+
+def test_cache_drop_under_a_chosen_timing_drops_once_its_moment_lands():
+    cfg = typed_cfg({"pp": 2, "faults.cache_drop.rank": 1, "faults.cache_drop.after_pass": 2})
+    t, cache = HandTiming(), _Cache()
+    r1 = RankFaults(cfg, 1, t).readiness
+    for pass_id in range(4):
+        r1.after_pass(pass_id, cache)
+    ((label, moment),) = t.armed  # armed at the end of pass 2, once
+    assert label == "faults.cache_drop" and cache.dropped == 0  # red: fixed would have dropped
+    moment.fired = True
+    for pass_id in range(4, 7):
+        r1.after_pass(pass_id, cache)
+    assert cache.dropped == 1 and len(t.armed) == 1  # green: at the first look after, once
 
 
 def test_carry_retract_announces_then_redelivers():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 from ppx_helpers import GLOO_WATCH, assert_refused, on_gloo, typed_cfg
+from timing_helpers import HandTiming
 
 from ppx.core import Req, StopRun
 from ppx.engine.board import Board, F, RankBoard
@@ -21,6 +22,7 @@ from ppx.engine.cache.kv import KVCache
 from ppx.engine.churn import Churn
 from ppx.engine.flip_schedule import FlipSchedule
 from ppx.engine.scheduler import Scheduler
+from ppx.engine.transport.base import Transport
 from ppx.protocol.registry import Protocol
 
 CHURN = [
@@ -51,7 +53,9 @@ class _Events:
         self.rows.append((kind, pass_id, rid, detail))
 
 
-class _Clock:
+class _Clock(Transport):
+    """A transport at time 0 whose moments land at once (fixed timing)."""
+
     now = staticmethod(lambda: 0.0)
 
 
@@ -127,6 +131,27 @@ def test_the_drain_cap_bounds_the_wait():
     f = _flip(ctx)
     assert [f.due(p, False) for p in range(126, 130)] == [False, False, False, True]
     assert f.deferred == 3 and len(ctx.events.rows) == 1  # named once per wait
+
+
+def test_a_flip_whose_moment_is_chosen_is_due_once_it_lands_never_before_the_count():
+    ctx = _Rank0()  # every 6 passes from the cutover at pass 120
+    ctx.t = t = HandTiming()
+    f = _flip(ctx)
+    assert [f.due(p, False) for p in range(121, 126)] == [False] * 5 and t.armed == []
+    # the count ran out at 126 (fixed timing flips there: the test below), not landed yet
+    assert not f.due(126, False) and not f.due(127, False)
+    ((label, moment),) = t.armed  # armed once, when the count ran out
+    assert label == "flip due"
+    moment.fired = True
+    assert f.due(128, False)  # green: due at the first look after it lands
+    f.cut_over(128)
+    assert not f.due(133, False) and len(t.armed) == 1  # the next count from 128
+    assert not f.due(134, False) and len(t.armed) == 2  # a fresh moment
+
+
+def test_under_a_fixed_timing_the_flip_is_due_at_the_counted_pass():
+    f = _flip(_Rank0())
+    assert [f.due(p, False) for p in range(125, 128)] == [False, True, True]
 
 
 # -- the churn bound: rank 0's count across cutovers ---------------------------------------

@@ -50,7 +50,7 @@ class RankContext:
     ) -> None:
         self.rank, self.world, self.cfg = rank, world, cfg
         # this rank's injected faults, by hook kind (ppx/engine/faults/)
-        self.faults = faults if faults is not None else RankFaults(cfg, rank)
+        self.faults = faults if faults is not None else RankFaults(cfg, rank, t)
         self.t, self.ch, self.board, self.events = t, ch, board, events
         self.prev, self.next = (rank - 1) % world, (rank + 1) % world
         self.is_first, self.is_last = rank == 0, rank == world - 1

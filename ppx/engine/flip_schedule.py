@@ -1,7 +1,9 @@
 """When a flip is due (rank 0 only): the stopwatch or pass count since the last cutover,
 `flip.max_flips`, the `flip.due` design's wait on a prompt mid-prefill, and the churn bound
 counted once a pass (engine/churn.py). Only rank 0 reads the clock; the others learn the
-flip from the chain (or the TP broadcast), so no two ranks can decide differently."""
+flip from the chain (or the TP broadcast), so no two ranks can decide differently. Under
+faults.timing=choice a flip whose time has come is due once the simulator's scheduler lands
+its moment (Transport.moment): at the pass the config names or at any later one."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from ppx.protocol.flip_due import FlipDue
 
 if TYPE_CHECKING:
     from ppx.engine.context import RankContext
+    from ppx.engine.transport.base import Arrival
     from ppx.protocol.registry import Protocol
 
 
@@ -28,6 +31,7 @@ class FlipSchedule:
         self.last_cutover_pass = 0
         self.flips = 0
         self.waited = 0  # passes the flip now due has waited on a prefill (rank 0)
+        self.landing: Arrival | None = None  # the next flip's moment, once armed
         self.deferred = 0
         # the livelock bound across cutovers (rank 0)
         self.churn = Churn(
@@ -48,6 +52,10 @@ class FlipSchedule:
         ran_out = bool(self.every_passes) and pass_id - self.last_cutover_pass >= self.every_passes
         ran_out |= bool(self.every_s) and self.clock() - self.last_cutover_t >= self.every_s
         if not ran_out:
+            return False
+        if self.landing is None:  # landed at once under fixed timing: due at this pass
+            self.landing = self.ctx.t.moment("flip due")
+        if not self.landing.landed():
             return False
         chunked = self.ctx.sched.chunked  # rank 0's prompt mid-prefill, if any
         if self.when.waits(chunked is not None, self.waited):
@@ -70,4 +78,5 @@ class FlipSchedule:
         """A cutover ended at `pass_id`: the next flip counts from here."""
         self.flips += 1
         self.waited = 0
+        self.landing = None  # the next flip's moment is armed afresh
         self.last_cutover_t, self.last_cutover_pass = self.clock(), pass_id

@@ -93,7 +93,7 @@ class RankLoop:
         budget = proto.of(Readiness).budget_s()
         # a fault that needs the scheduler asks for the current plan's (a flip replaces it),
         # through the context built next: the lambda reads `ctx` when called, never before
-        faults = RankFaults(cfg, a.rank)  # this rank's injected faults (ppx/engine/faults)
+        faults = RankFaults(cfg, a.rank, t)  # this rank's injected faults (ppx/engine/faults)
         ch = channels_for(a.rank, a.world, t, rb, device, faults.wire, budget, lambda: ctx.sched)
         self.ctx = ctx = RankContext(a.rank, a.world, cfg, t, ch, rb, events, faults)
         self.t, self.events = t, events

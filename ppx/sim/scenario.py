@@ -27,6 +27,7 @@ from ppx.config import ConfigError
 from ppx.protocol.continuations import Retract, Survive
 from ppx.protocol.flip_due import Clock, Drained
 from ppx.protocol.policy import policy_of
+from ppx.sim.timing import FAULT_TIMINGS
 
 # the pressure and timing values drawn (the first of each list is where a shrink goes)
 POOL_TOKENS = (96, 64, 128)
@@ -90,15 +91,17 @@ class Pressure:
 
 @dataclass(frozen=True)
 class Faults:
-    """A rank-local retraction and a delayed channel (`faults.*`)."""
+    """A rank-local retraction, a delayed channel, and who picks when a timed effect lands
+    (`faults.*`)."""
 
     retract_rid: int = -1
     delay_kind: str | None = None
     delay_rank: int = 0
     delay_s: float = 0.0
+    timing: str = FAULT_TIMINGS.names[0]  # fixed; choice: the scheduler's (ppx/sim/timing.py)
 
     def overrides(self) -> list[str]:
-        o = []
+        o = [f"faults.timing={self.timing}"] if FAULT_TIMINGS.get(self.timing) else []
         if self.retract_rid >= 0:  # redelivered: the row probe's hedge meets the late hop
             o += [f"faults.retract.rid={self.retract_rid}", "faults.retract.redeliver=true"]
         if self.delay_kind is not None:
@@ -233,6 +236,11 @@ def _draw(data, pp: int, decides: bool, survive: bool = False) -> Scenario:
             "delay_rank": d(st.integers(0, pp - 1)),
             "delay_s": d(st.sampled_from(DELAY_S)),
         }
+    # a scenario with a timed effect (a host-tier load, a delayed send, a flip's pass count)
+    # may leave its landing to the scheduler, so the race with the ranks is searched
+    # (fixed first: where a shrink goes)
+    if "host_rank" in pressure or "delay_kind" in faults or flips:
+        faults["timing"] = d(st.sampled_from(FAULT_TIMINGS.names), label="faults.timing")
     return Scenario(load, batching, Pressure(**pressure), Faults(**faults), Flips(**flips))
 
 

@@ -12,6 +12,12 @@ ranks' steps each effect lands, and a saved schedule replays it (the choice is a
 every other choice). The daemon's step writes the arrival's footprint key and a rank that
 asks `landed()` reads it, so the dfs reduction sees the race and never prunes it. The daemon
 is not work: a run is done when every other task is, and it is never blocked on.
+
+A pass count names a moment rather than a delay (`faults.cache_drop.after_pass`,
+`flip.every_passes`): once the count has run out the rank asks for a moment
+(`Transport.moment`), landed at once under fixed timing, a `ChosenMoment` here, and acts at
+its first look after the landing. The look is a scheduling point while it is pending, so the
+landing can fall just before the pass the config names as well as at any later one.
 """
 
 from __future__ import annotations
@@ -33,16 +39,50 @@ def sim_tasks(cfg) -> int:
     return int(cfg.pp) + 1 + int(FAULT_TIMINGS.of(cfg))
 
 
+# Fairness: a pending effect lands at the latest at the rank's LOOK_BOUND-th look at it. A
+# strategy may pass the daemon over for good (pct with the daemon at the lowest priority),
+# and ranks that keep passing while a load never lands end `stalled` or `livelocked`, a run
+# no real link gives (an effect lands in bounded time). Above the looks one pass's race
+# needs, well below engine.liveness.livelock_passes (64).
+LOOK_BOUND = 8
+
+
 class ChosenArrival:
-    """One timed effect; lands when the daemon's step that takes it is chosen."""
+    """One timed effect; lands when the daemon's step that takes it is chosen, or at the
+    look that reaches LOOK_BOUND. `looks` is state the run's fingerprint reads (it is
+    reachable from the daemon's frame), so a forced landing is no hidden history."""
 
-    def __init__(self, sched, key: tuple, label: str) -> None:
-        self.sched, self.key, self.label = sched, key, label
+    def __init__(self, timing: Timing, key: tuple, label: str) -> None:
+        self.timing, self.sched, self.key, self.label = timing, timing.sched, key, label
         self.fired = False
+        self.looks = 0
 
-    def landed(self) -> bool:
+    def peek(self) -> bool:
+        """Has it landed? Read, not a look: a parked wait's condition (a held send)."""
         self.sched.touch(self.key, READ)
         return self.fired
+
+    def landed(self) -> bool:
+        """The rank's look, in its task."""
+        self.sched.touch(self.key, READ)
+        if not self.fired:
+            self.looks += 1
+            if self.looks >= LOOK_BOUND:
+                self.timing.land(self)
+        return self.fired
+
+
+class ChosenMoment(ChosenArrival):
+    """A moment a pass count made due (a cache drop, a flip): the rank looks at it once a
+    pass, so each look while it is pending is a scheduling point of its own. The strategy
+    may land it just before the look (the pass the config names, as fixed timing does) or
+    at any later one; without the point a rank that runs its passes without yielding could
+    never meet it at the configured pass."""
+
+    def landed(self) -> bool:
+        if not self.fired:
+            self.sched.point(f"looks at {self.label}")
+        return super().landed()
 
 
 class Timing:
@@ -54,19 +94,28 @@ class Timing:
         self.made = self.landed = 0
         sched.spawn("fault timing", self.run, daemon=True)
 
-    def arrival(self, label: str) -> ChosenArrival:
-        a = ChosenArrival(self.sched, ("arrival", self.made), label)
+    def arrival(self, label: str, kind: type[ChosenArrival] = ChosenArrival) -> ChosenArrival:
+        """A timed effect under way (a host-tier load, a delayed send)."""
+        a = kind(self, ("arrival", self.made), label)
         self.made += 1
         self.pending.append(a)
         self.sched.touch(PENDING, WRITE)
         return a
 
+    def moment(self, label: str) -> ChosenArrival:
+        """A moment a pass count made due (a cache drop, a flip)."""
+        return self.arrival(label, ChosenMoment)
+
+    def land(self, a: ChosenArrival) -> None:
+        """`a` lands now: the daemon's step, or a look at the bound."""
+        self.pending.remove(a)  # the daemon's: the oldest, first in the queue
+        a.fired = True
+        self.landed += 1
+        self.sched.touch(a.key, WRITE)
+        self.sched.touch(PENDING, WRITE)
+
     def run(self) -> None:
         pending = self.pending
         while True:
             self.sched.wait_until(lambda: bool(pending), "fault timing", reads=(PENDING,))
-            a = pending.popleft()
-            a.fired = True
-            self.landed += 1
-            self.sched.touch(a.key, WRITE)
-            self.sched.touch(PENDING, WRITE)
+            self.land(pending[0])

@@ -16,7 +16,7 @@ from ppx.engine.cache.host import HostTier
 from ppx.engine.transport.base import ClockArrival
 from ppx.sim.scheduler import Scheduler
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
-from ppx.sim.timing import Timing
+from ppx.sim.timing import ChosenMoment, Timing
 
 PATH = [1, 2, 3, 4, 5, 6]
 LOOKS = 3
@@ -95,3 +95,94 @@ def test_exhaustive_search_branches_on_a_delayed_release(tmp_path):
     # them (not more schedules to an end: the cache ends most runs at a state seen before)
     for count in ("states", "transitions"):
         assert chosen.dfs[count] > fixed.dfs[count], count
+
+
+# -- a moment a pass count names (faults.cache_drop, flip.every_passes): a look is a choice --
+
+
+def armed_then_looked(strategy, moment: bool) -> tuple[bool, ...]:
+    """A rank arms an effect and looks at it at once, then twice more, beside a peer."""
+    sched = Scheduler(strategy, step_s=1e-4, max_steps=1000, max_time_s=10.0)
+    holder: dict = {}
+
+    def rank() -> None:
+        a = timing.moment("drop") if moment else timing.arrival("drop")
+        holder["looks"] = tuple(a.landed() for _ in range(LOOKS))
+
+    def peer() -> None:
+        for _ in range(LOOKS):
+            sched.point("peer step")
+
+    sched.spawn("rank0", rank)
+    sched.spawn("rank1", peer)
+    timing = Timing(sched)
+    assert sched.run() == "done"
+    return holder["looks"]
+
+
+def test_red_an_arrival_looked_at_once_has_never_landed():
+    # no scheduling point between arming and the look: the daemon cannot land it there
+    seen = {armed_then_looked(RandomStrategy(s), moment=False) for s in SEEDS}
+    assert seen == {(False,) * LOOKS}
+
+
+def test_green_a_moments_look_is_a_choice_so_it_may_land_at_the_first_look():
+    seen = {armed_then_looked(RandomStrategy(s), moment=True) for s in SEEDS}
+    assert (True,) * LOOKS in seen and any(not x[0] and x[-1] for x in seen), seen
+    assert all(sorted(x) == [False] * x.count(False) + [True] * x.count(True) for x in seen)
+
+
+def test_a_landed_moment_is_no_choice_point():
+    import pytest
+
+    sched = Scheduler(RandomStrategy(0), step_s=1e-4, max_steps=1000, max_time_s=10.0)
+    m = Timing(sched).moment("drop")
+    with pytest.raises(AssertionError, match="scheduling point outside"):
+        m.landed()  # pending: the look yields (here outside any task, so it cannot)
+    m.fired = True
+    assert m.landed()  # landed: read without yielding
+
+
+def test_the_transports_moment_lands_at_once_unless_the_scheduler_chooses():
+    from ppx.engine.transport.base import LANDED, Transport
+    from ppx.engine.transport.sim import SimTransport, SimWire
+
+    assert Transport().moment("flip due") is LANDED
+    sched = Scheduler(RandomStrategy(0), step_s=1e-4, max_steps=1000, max_time_s=10.0)
+    wire = SimWire(sched, 2)
+    assert SimTransport(wire, 1).moment("flip due") is LANDED  # faults.timing=fixed
+    wire.timing = Timing(sched)
+    m = SimTransport(wire, 1).moment("flip due")
+    assert isinstance(m, ChosenMoment) and m.label == "rank1 flip due"
+    assert list(wire.timing.pending) == [m] and not m.fired
+
+
+class NeverTheDaemon(RandomStrategy):
+    """A strategy that passes the timing daemon over for good (pct can: its lowest priority)."""
+
+    def choose(self, ready, point, sched):
+        return min(ready)  # the daemon is spawned last: the highest task id
+
+
+def test_fairness_a_pending_effect_lands_at_the_bounded_look_even_if_never_picked():
+    from ppx.sim.timing import LOOK_BOUND
+
+    sched = Scheduler(NeverTheDaemon(0), step_s=1e-4, max_steps=1000, max_time_s=10.0)
+    holder: dict = {}
+
+    def rank() -> None:
+        a = timing.arrival("host load")
+        looks = []
+        for _ in range(LOOK_BOUND + 1):
+            sched.point("pass step")
+            looks.append(a.landed())
+        holder["looks"] = looks
+
+    sched.spawn("rank0", rank)
+    timing = Timing(sched)
+    assert sched.run() == "done"
+    # red: up to the bound the daemon was never picked and nothing landed it
+    assert holder["looks"][: LOOK_BOUND - 1] == [False] * (LOOK_BOUND - 1)
+    # green: the bound's look lands it, once; the daemon has nothing left to land
+    assert holder["looks"][LOOK_BOUND - 1 :] == [True, True]
+    assert timing.landed == 1 and not timing.pending

@@ -10,9 +10,10 @@ every active fault without asking which faults are on (rank_faults.py chains the
   the rank's intake), `Wire` (a rank's sends), `Cutover` (a flip's epoch count);
 - per run: `RunLevel` (the KV pool sizes every rank boots with, a rank the supervisor kills).
 
-A fault's timing, where it has one (`timed`), is the transport's `arrival`: a fixed delay on
-gloo, and on the simulator either the same fixed delay or a choice the explorer's scheduler
-draws (sim.fault_timing=choice, docs/simulation.md).
+A fault's timing, where it has one, is the transport's: a delay is its `arrival` (or `hold`),
+a moment a pass count names is its `moment` (`Fault.moment`). Fixed on gloo; on the simulator
+either the same or a choice the explorer's scheduler draws (faults.timing=choice,
+docs/simulation.md).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from ppx.engine.transport.base import LANDED
 from ppx.fault_sections import OFF
 
 if TYPE_CHECKING:
     from ppx.core import Message, Req
-    from ppx.engine.transport.base import Transport
+    from ppx.engine.transport.base import Arrival, Transport
 
 RUN = -1  # the rank a run-level instance is built for (the supervisor's, not a rank's)
 
@@ -34,10 +36,18 @@ class Fault:
     (and once with rank RUN for the run-level hooks) from that section and the whole config."""
 
     key: ClassVar[str]
+    # the rank's transport, for a fault with a timing (RankFaults sets it); None: a unit
+    # test's fault, whose moments land at once (fixed timing)
+    t: Transport | None = None
 
     def __init__(self, section: Any, cfg: Any, rank: int) -> None:
         self.section, self.cfg, self.rank = section, cfg, rank
         self.world = int(cfg.pp)
+
+    def moment(self, label: str) -> Arrival:
+        """An effect a pass count made due: it acts once `landed()` (at once under fixed
+        timing; when the simulator's scheduler picks under faults.timing=choice)."""
+        return LANDED if self.t is None else self.t.moment(label)
 
     @classmethod
     def on(cls, section: Any) -> bool:

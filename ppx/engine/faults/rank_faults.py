@@ -4,11 +4,14 @@ faults are on."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ppx.core import Message, Req
 from ppx.engine.faults.base import RUN, Candidates, Carry, Cutover, Readiness, RunLevel, Wire
 from ppx.engine.faults.registry import active
+
+if TYPE_CHECKING:
+    from ppx.engine.transport.base import Transport
 
 K = TypeVar("K")
 
@@ -92,8 +95,8 @@ def _chain(hooks: list, base: type, chained: type) -> Any:
 class RankFaults:
     """One rank's active faults, by hook kind."""
 
-    def __init__(self, cfg: Any, rank: int) -> None:
-        faults = active(cfg, rank)
+    def __init__(self, cfg: Any, rank: int, t: Transport | None = None) -> None:
+        faults = active(cfg, rank, t)  # t: the rank's transport, for the faults' timing
         self.candidates: Candidates = _chain(_of(faults, Candidates), Candidates, _Candidates)
         self.readiness: Readiness = _chain(_of(faults, Readiness), Readiness, _Readiness)
         self.carry: Carry = _chain(_of(faults, Carry), Carry, _Carry)

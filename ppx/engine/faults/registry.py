@@ -7,11 +7,14 @@ ppx/fault_sections.py, its class here in ppx/engine/faults/, one line below
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.engine.faults import offer, retract, run_level, skews, tree, wire
 from ppx.engine.faults.base import RUN, Fault
 from ppx.fault_sections import FaultsCfg
+
+if TYPE_CHECKING:
+    from ppx.engine.transport.base import Transport
 
 # One line per fault. The order is the order their hooks run in on a rank: of the wire
 # faults, a dropped or corrupted output is decided before the channel numbers it, and a lost
@@ -39,13 +42,15 @@ def section(cfg: Any, fault: type[Fault]) -> Any:
     return getattr(cfg.faults, fault.key)
 
 
-def active(cfg: Any, rank: int = RUN) -> list[Fault]:
-    """The faults that act on `rank` (RUN: the run-level instances), in the table's order."""
+def active(cfg: Any, rank: int = RUN, t: Transport | None = None) -> list[Fault]:
+    """The faults that act on `rank` (RUN: the run-level instances), in the table's order;
+    `t`: the rank's transport, which a fault's timed moments ask (Fault.moment)."""
     out = []
     for cls in FAULTS:
         sec = section(cfg, cls)
         if cls.on(sec):
             fault = cls(sec, cfg, rank)
+            fault.t = t
             if rank == RUN or fault.here():
                 out.append(fault)
     return out

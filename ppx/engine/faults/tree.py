@@ -9,15 +9,19 @@
   sgl-project#963's specimen, where one rank alone GAINED a prefix: either way rank 0 holds a
   prefix a follower does not, rank 0 offers it, the follower measures a shortfall honestly,
   and every request over that prefix starts from the same unhonourable told until the group
-  serves the prefix again.
+  serves the prefix again. Under faults.timing=choice the drop is a moment the simulator's
+  scheduler lands (Fault.moment): at the end of pass `after_pass` or of any later pass.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppx.engine.faults.base import Fault, OneRank, Readiness
 from ppx.fault_sections import OFF
+
+if TYPE_CHECKING:
+    from ppx.engine.transport.base import Arrival
 
 
 class MatchCap(Fault, Readiness):
@@ -62,6 +66,17 @@ class CacheDrop(OneRank, Readiness):
             )
         return None
 
+    def __init__(self, section: Any, cfg: Any, rank: int) -> None:
+        super().__init__(section, cfg, rank)
+        self.at = int(section.after_pass)
+        self.landing: Arrival | None = None  # the drop's moment, once armed
+        self.dropped = False
+
     def after_pass(self, pass_id: int, cache: Any) -> None:
-        if pass_id == int(self.section.after_pass):
+        if self.dropped or pass_id < self.at:
+            return
+        if self.landing is None:  # landed at once under fixed timing: the drop is at `at`
+            self.landing = self.moment("faults.cache_drop")
+        if self.landing.landed():
+            self.dropped = True
             cache.drop_unlocked()

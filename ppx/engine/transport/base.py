@@ -50,6 +50,16 @@ class ClockArrival:
         return self.clock() >= self.at
 
 
+class Landed:
+    """An effect that has landed already: a fault's moment under a fixed timing."""
+
+    def landed(self) -> bool:
+        return True
+
+
+LANDED = Landed()
+
+
 class Transport:
     rank: int
     world: int
@@ -114,6 +124,12 @@ class Transport:
     def hold(self, delay_s: float, label: str) -> None:
         """Hold the caller until a timed effect lands (a slow link's send)."""
         self.sleep(delay_s)
+
+    def moment(self, label: str) -> Arrival:
+        """An effect a pass count made due (a cache drop, a flip): landed at once here, so it
+        acts at the pass its config names. The simulator may let its scheduler choose when
+        instead (faults.timing), without reading the clock either way."""
+        return LANDED
 
     def wait_for(
         self, pred: Callable[[], bool], label: str, deadline: float | None = None,

@@ -195,11 +195,19 @@ class SimTransport(Transport):
             return super().arrival(delay_s, label)
         return self.wire.timing.arrival(f"rank{self.rank} {label}")
 
+    def moment(self, label: str) -> Arrival:
+        """faults.timing=choice: a pass count's effect lands when the strategy picks too,
+        and each look at it while pending is a choice (timing.py: ChosenMoment)."""
+        if self.wire.timing is None:
+            return super().moment(label)
+        return self.wire.timing.moment(f"rank{self.rank} {label}")
+
     def hold(self, delay_s: float, label: str) -> None:
         if self.wire.timing is None:
             return self.sleep(delay_s)
         a = self.wire.timing.arrival(f"rank{self.rank} {label}")  # the sender waits for it
-        self.sched.wait_until(a.landed, f"held: {label}", reads=(a.key,))
+        # parked, it does not look (timing.py: LOOK_BOUND): the daemon alone lands it
+        self.sched.wait_until(a.peek, f"held: {label}", reads=(a.key,))
 
     def wait_for(
         self, pred, label: str, deadline: float | None = None, poll_s: float = 0.0
