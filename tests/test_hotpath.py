@@ -142,3 +142,27 @@ def test_header_red_arm_a_wrong_field_is_seen():
     h = encode_header(msg).tolist()
     h[9] += 1
     assert h != _reference_header(msg)
+
+
+INT_LISTS = [[3, 1, 2], [], [2**40, -5, 0], list(range(100))]
+
+
+@pytest.mark.parametrize("values", INT_LISTS)
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_int_tensor_equals_torch_tensor(values, dtype):
+    from ppx.engine.int_tensor import int_tensor
+
+    if dtype == torch.int32 and any(abs(v) >= 2**31 for v in values):
+        values = [v % 2**31 for v in values]
+    got, want = int_tensor(values, dtype), torch.tensor(values, dtype=dtype)
+    assert got.dtype == want.dtype and got.shape == want.shape and torch.equal(got, want)
+    got[:1] = 7  # a fresh buffer: writable, shared with nothing else
+    assert torch.equal(int_tensor(values, dtype), want)
+
+
+def test_int_tensor_red_arm_a_wrong_dtype_or_value_is_seen():
+    from ppx.engine.int_tensor import int_tensor
+
+    want = torch.tensor([1, 2, 3], dtype=torch.int64)
+    assert int_tensor([1, 2, 3], torch.int32).dtype != want.dtype
+    assert not torch.equal(int_tensor([1, 2, 4]), want)

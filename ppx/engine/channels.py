@@ -22,6 +22,7 @@ import torch
 
 from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
+from ppx.engine.int_tensor import int_tensor
 from ppx.engine.transport.base import Transport
 from ppx.header import MAX_AUX
 
@@ -43,7 +44,7 @@ def encode_header(msg: Message) -> torch.Tensor:
         if t.dim() > 3:
             raise ValueError("payload tensors have at most 3 dims")
         h += [_CODE[t.dtype], *t.shape] + [-1] * (3 - t.dim())
-    return torch.tensor(h + [0] * (HEADER_LEN - len(h)), dtype=torch.int64)
+    return int_tensor(h + [0] * (HEADER_LEN - len(h)))
 
 
 def decode_header(h: torch.Tensor) -> tuple[Message, list[tuple[torch.dtype, list[int]]]]:
@@ -112,7 +113,12 @@ class Channels:
             self.inbox[key].append((msg, None))
             return
         where = self.t.payload_device_for(dst, sending=True)
-        payload = [t.detach().to(where).contiguous() for t in msg.tensors]
+        # .to(device) parses the device string even when it moves nothing: skip it on the host
+        host = where == "cpu"
+        payload = [
+            (t.detach() if host and t.is_cpu else t.detach().to(where)).contiguous()
+            for t in msg.tensors
+        ]
         for t in payload:  # payload before header: a read header always has its payload posted
             self.pending[key].append(self.t.isend(dst, 1 + int(msg.kind), t))
         if payload:

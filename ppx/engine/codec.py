@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ppx.core import Kind, Message, Req
+from ppx.engine.int_tensor import int_tensor
 
 
 def encode_requests(reqs: list[Req]) -> list[torch.Tensor]:
@@ -15,7 +16,7 @@ def encode_requests(reqs: list[Req]) -> list[torch.Tensor]:
     flat = [len(reqs)]
     for r in reqs:
         flat += [r.rid, r.prompt_len, r.max_new, *r.prompt]
-    return [torch.tensor(flat, dtype=torch.int64)]
+    return [int_tensor(flat)]
 
 
 def decode_requests(msg: Message) -> list[Req]:

@@ -11,6 +11,7 @@ from typing import Protocol
 import torch
 
 from ppx.core import ForwardInputs, Req, SlotBatch
+from ppx.engine.int_tensor import int_tensor
 
 
 class Scheduled(Protocol):
@@ -41,7 +42,7 @@ def forward_inputs(sched: Scheduled, batch: SlotBatch, first_stage: bool) -> For
             sample.append(qo[-1] - 1)
 
     def t(x):
-        return torch.tensor(x, dtype=torch.int64, device=sched.device)
+        return int_tensor(x, device=sched.device)
 
     return ForwardInputs(
         mode=batch.mode,
@@ -66,15 +67,15 @@ def _decode_inputs(sched: Scheduled, batch: SlotBatch, first_stage: bool) -> For
         if first_stage:
             ids.append(req.token_at(e.prefix_len))
     n, dev = len(pos), sched.device
-    cols = torch.tensor([pos, pos, rows, ids] if first_stage else [pos, pos, rows])
-    cols = cols.to(dev)
+    cols = int_tensor(pos + pos + rows + ids if first_stage else pos + pos + rows)
+    cols = cols.view(4 if first_stage else 3, n).to(dev)
     return ForwardInputs(
         mode=batch.mode,
         positions=cols[0],
         qo_indptr=torch.arange(n + 1, device=dev),
         prefix_lens=cols[1],
         req_rows=cols[2],
-        out_cache_loc=torch.tensor(sched.locs[batch.pass_id], dtype=torch.int64, device=dev),
+        out_cache_loc=int_tensor(sched.locs[batch.pass_id], device=dev),
         sample_rows=torch.arange(n, device=dev),
         input_ids=cols[3] if first_stage else None,
     )

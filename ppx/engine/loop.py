@@ -24,6 +24,7 @@ from ppx.core import Flag, Kind, Message, SlotBatch, StopRun
 from ppx.engine.board import ALL_PEERS, F, Op
 from ppx.engine.codec import chain_message, decode_requests
 from ppx.engine.faults.base import Carry
+from ppx.engine.int_tensor import int_tensor
 from ppx.protocol.ordering import Step
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class PassSteps:
         if ctx.is_last:
             self.sampled[p.pass_id] = out.to("cpu")
         else:
-            fp = torch.tensor(b.fingerprint(), dtype=torch.int64)
+            fp = int_tensor(b.fingerprint())
             ctx.ch.send(
                 ctx.next, Message(Kind.PROXY, p.slot, p.pass_id, ctx.epoch, tensors=[out, fp])
             )

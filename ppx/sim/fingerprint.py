@@ -25,10 +25,10 @@ chosen over), the scheduler's history (choices made, steps taken: the step bound
 2,000,000 steps and a bounded scenario ends far inside it), the board's op ring (the
 post-mortem's timeline, written, never read by a rank), a parked receive's output buffer
 (overwritten whole before it is read), and the exploration's inputs (the configs, the
-oracle, and the stage models and KV caches its runs share: runner.SharedModels, whose
-leftovers no run reads), the same objects in every run, written by identity: as their place
-in a walk over the inputs, so two explorations of one scenario in one process give one
-state one digest. Pickle never hands an exact dict, list, tuple or set to the reader, so
+oracle, the workload, and the stage models and KV caches its runs share:
+runner.SharedModels, whose leftovers no run reads), the same objects in every run, written
+by identity: as their place in a walk over the inputs, so two explorations of one scenario
+in one process give one state one digest. Pickle never hands an exact dict, list, tuple or set to the reader, so
 such an input would be written by value: it is refused.
 Module globals are not walked: the engine keeps no mutable state there (the comparison
 tests, tests/sim/test_exhaustive_ends.py, reach the same ends with caching on and off).

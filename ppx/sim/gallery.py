@@ -1,18 +1,25 @@
-"""The incident gallery, exhaustively: every cell of experiments/incident_gallery.yaml as one
-exhaustive exploration at a small bound, one row per cell.
+"""The incident gallery, exhaustively: every cell of experiments/incident_gallery.yaml as
+exhaustive explorations up a ladder of bounds, one row per cell.
 
-    python -m ppx.sim.gallery [--requests 2] [--max-new 1] [--cap 20000] [--budget-s 60]
-        [--match TEXT] [--arm red|green]
+    python -m ppx.sim.gallery [--budget-s 30] [--cap 20000] [--match TEXT] [--arm red|green]
+        [--requests 2] [--max-new 1] [--fixed]
 
 Each cell runs as the gallery composes it (its design switches, faults, flips), on the hash
-model and the idle clock, with the load cut to the bound (`--requests`, `--max-new`), for at
-most `--cap` runs and `--budget-s` seconds. The row: verdict (`verified`: every
-interleaving served; `refuted`: the shortest trace of its first failure, in steps;
-`unknown`: the cap or the budget came first, with the states and depth reached), states,
-transitions, wall seconds, states/s, trace length, depth, and the failure of that trace (a
-livelock found as a fair cycle reads `livelocked: fair cycle ...`, its trace the steps to
-the cycle's entry). A red arm that is `verified` at
-the bound needs a larger one to fail (the row says so; nothing is hidden).
+model and the idle clock (the cell's own `model` and the gallery's clock are cut), with the
+load cut to each rung's bound: from `--requests`, `--max-new` up to the cell's own
+`workload.num_requests` and `workload.max_new` as the study composes them (gallery_ladder.py
+says how a red and a green climb). `--budget-s` is wall seconds per cell, all rungs
+together; `--cap` runs per walk. `--fixed`: the one bound `--requests`, `--max-new` only.
+
+The row: verdict (`refuted`: some rung's walk, or its first schedule, failed; `verified`:
+every interleaving served at every rung up to the cell's own load; `unknown`: the budget
+came first), the bound it names (the refuting rung, else the largest verified), the rung
+where the budget ran out, the ladder's top (the cell's own load, or the fixed bound), then the counts of the deciding walk
+(states, transitions, wall, states/s, trace length, whether it was exhausted: an exhausted
+red's trace is the shortest of all, by breadth-first search over the whole graph), the
+ladder's wall and every rung's answers (a red's probe first: `s` served, `f` failed; then
+the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it), and the
+failure of the trace.
 """
 
 from __future__ import annotations
@@ -21,14 +28,60 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass
 
 from ppx.config import ConfigError
+from ppx.replay import CONF_DIR
+from ppx.sim.gallery_ladder import Climb, Rung, Walk, climb, rungs
 
 # the gallery's base keys the explorer sets itself (it always runs the simulator, no logger)
 SKIP = ("logger=", "engine.transport=", "workload.max_new=")
+ROOT = os.path.dirname(CONF_DIR)  # a workload's relative path is the repository's
+# what conf/explorer.yaml sets besides the load (a short shared prefix, 4 at a time, a small
+# pool): the top rung restores the study's values
+RESTORED = (
+    "workload.prefix_len",
+    "workload.concurrency",
+    "engine.max_reqs",
+    "engine.kv.pool_tokens",
+)
+
+
+@dataclass
+class Cell:
+    name: str
+    arm: str
+    overrides: list[str]  # the explorer's: the gallery's base and the cell, its load cut
+    study: list[str]  # the study's own overrides of the cell (its load as it runs)
+
+    def own(self) -> Rung:
+        """The cell's load as the study composes it (conf/config.yaml, the gallery's base):
+        its requests (a file's workload, jsonl, serves at most its lines) and max_new, and
+        where the explorer's config (conf/explorer.yaml) sets them otherwise, the study's
+        prefix length, concurrency, request rows and KV pool."""
+        from omegaconf import OmegaConf
+
+        study, ours = _compose("config", self.study), compose(self.overrides)
+        w = study.workload
+        requests = int(w.num_requests)
+        path = w.get("path") and os.path.join(ROOT, str(w.path))
+        if path and os.path.exists(path):
+            with open(path) as f:
+                requests = min(requests, sum(1 for ln in f if ln.strip()))
+        extra = []
+        for key in RESTORED:
+            theirs = OmegaConf.select(study, key)
+            if theirs is not None and theirs != OmegaConf.select(ours, key):
+                extra.append((key, str(theirs)))
+        return Rung(requests, int(w.max_new), tuple(extra))
 
 
 def cells(match: str | None, arm: str | None = None) -> list[tuple[str, str, list[str]]]:
+    """(incident, arm, the explorer's overrides) of each cell matching `match` and `arm`."""
+    return [(c.name, c.arm, c.overrides) for c in gallery_cells(match, arm)]
+
+
+def gallery_cells(match: str | None, arm: str | None = None) -> list[Cell]:
     from ppx.study.catalog import load_study
 
     study = load_study("incident_gallery")
@@ -39,55 +92,96 @@ def cells(match: str | None, arm: str | None = None) -> list[tuple[str, str, lis
         if (match and match not in name) or (arm and label.get("arm") != arm):
             continue
         keep = {k: v for k, v in cell.items() if k not in ("model", "workload.num_requests")}
-        out.append((name, label.get("arm", "?"), [*base, *(f"{k}={v}" for k, v in keep.items())]))
+        out.append(Cell(name, label.get("arm", "?"),
+                        [*base, *(f"{k}={v}" for k, v in keep.items())],
+                        [*study.base, *(f"{k}={v}" for k, v in cell.items())]))  # fmt: skip
     return out
 
 
-def compose(overrides: list[str]):
+def _compose(config_name: str, overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     from ppx.validation import validate
 
-    conf = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "conf")
-    with initialize_config_dir(config_dir=os.path.abspath(conf), version_base=None):
-        cfg = hydra_compose(config_name="explorer", overrides=["engine.transport=sim", *overrides])
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = hydra_compose(config_name=config_name, overrides=["engine.transport=sim", *overrides])
     return validate(cfg)
+
+
+def compose(overrides: list[str]):
+    return _compose("explorer", overrides)
+
+
+def walker(cell: Cell, cap: int):
+    """The ladder's `walk(rung, budget, probe)` for one cell: an exhaustive exploration at
+    the rung's bound (a probe: its first schedule alone, no cache)."""
+    from ppx.sim.exhaustive_run import search
+
+    def walk(rung: Rung, budget_s: float, probe: bool) -> Walk:
+        x = ["explore.clock=idle", "explore.strategy=exhaustive", "explore.shrinker.runs=0",
+             f"explore.schedules={1 if probe else cap}", f"explore.budget_s={budget_s}"]  # fmt: skip
+        if probe:
+            x.append("explore.exhaustive.cache=false")
+        cfg = compose([*cell.overrides, *rung.overrides(), *x])
+        t = time.perf_counter()
+        d = search(cfg, echo=lambda *_: None).dfs
+        traces = d.get("traces") or {}
+        # the failure the trace column measures: the shortest (a fair cycle before the
+        # pass-count bound's livelock of the same run)
+        fail = min(traces, key=lambda k: traces[k]["trace_len"], default="")
+        return Walk(rung, d["verdict"], bool(d["exhausted"]), d["states"], d["transitions"],
+                    time.perf_counter() - t, d["trace_len"], fail, probe)  # fmt: skip
+
+    return walk
+
+
+HEAD = (f"{'cell':<40} {'arm':<6} {'verdict':<9} {'bound':>6} {'out_at':>6} {'top':>6} "
+        f"{'states':>7} {'trans':>7} {'wall_s':>7} {'states/s':>9} {'trace':>6} {'exh':>3} "
+        f"{'total_s':>7}  ladder | failure")  # fmt: skip
+
+
+def row(name: str, c: Climb) -> str:
+    d = c.deciding
+    bound = c.refuted or c.verified
+    out_at = c.stopped if c.refuted is None else None
+
+    def num(v) -> str:
+        return "-" if v is None else str(v)
+
+    rate = f"{d.states / d.wall_s:.1f}" if d and d.states and d.wall_s else "-"
+    return (f"{name[:39]:<40} {c.arm:<6} {c.verdict:<9} {num(bound and bound.rung):>6} "
+            f"{num(out_at):>6} {c.own!s:>6} {num(d and d.states):>7} "
+            f"{num(d and d.transitions):>7} {d.wall_s if d else 0:>7.1f} {rate:>9} "
+            f"{num(d and d.trace_len):>6} {('yes' if d and d.exhausted else 'no'):>3} "
+            f"{c.wall_s:>7.1f}  {c.ladder} | {(d.failure if d else '')[:60]}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ppx.sim.gallery")
     ap.add_argument("--requests", type=int, default=2)
     ap.add_argument("--max-new", type=int, default=1)
+    ap.add_argument("--fixed", action="store_true", help="the one bound, no ladder")
     ap.add_argument("--cap", type=int, default=20000)
-    ap.add_argument("--budget-s", type=float, default=60.0)
+    ap.add_argument("--budget-s", type=float, default=30.0)
     ap.add_argument("--match", default=None)
     ap.add_argument("--arm", choices=("red", "green"), default=None)
     args = ap.parse_args(argv)
-    from ppx.sim.exhaustive_run import search
-
-    bound = [f"workload.num_requests={args.requests}", f"workload.max_new={args.max_new}",
-             "explore.clock=idle", "explore.strategy=exhaustive", "explore.shrinker.runs=0",
-             f"explore.schedules={args.cap}", f"explore.budget_s={args.budget_s}"]  # fmt: skip
-    print(f"{'cell':<40} {'arm':<6} {'verdict':<9} {'states':>7} {'trans':>7} {'wall_s':>7} "
-          f"{'states/s':>9} {'trace':>6} {'depth':>5}  failure")  # fmt: skip
-    for name, arm, ov in cells(args.match, args.arm):
+    if args.requests < 1 or args.max_new < 1 or args.budget_s <= 0 or args.cap < 1:
+        print("ppx.sim.gallery: --requests, --max-new, --cap and --budget-s must be positive",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    print(HEAD)
+    start = Rung(args.requests, args.max_new)
+    for cell in gallery_cells(args.match, args.arm):
         try:
-            cfg = compose([*ov, *bound])
+            ladder = [start] if args.fixed else rungs(cell.own(), start)
+            compose([*cell.overrides, *start.overrides()])
         except ConfigError as e:
-            print(f"{name[:39]:<40} {arm:<6} config error: {e}", flush=True)
+            print(f"{cell.name[:39]:<40} {cell.arm:<6} config error: {e}", flush=True)
             continue
-        t = time.perf_counter()
-        ex = search(cfg, echo=lambda *_: None)
-        d, wall = ex.dfs, time.perf_counter() - t
-        traces = d.get("traces") or {}
-        # the failure the trace column measures: the shortest (a fair cycle before the
-        # pass-count bound's livelock of the same run)
-        fail = min(traces, key=lambda k: traces[k]["trace_len"], default="")
-        print(f"{name[:39]:<40} {arm:<6} {d['verdict']:<9} {d['states']:>7} "
-              f"{d['transitions']:>7} {wall:>7.1f} {d['states'] / wall:>9.1f} "
-              f"{d['trace_len'] if d['trace_len'] is not None else '-':>6} {d['depth']:>5}  {fail[:60]}",
-              flush=True)  # fmt: skip
+        got = climb(cell.arm, ladder, args.budget_s, walker(cell, args.cap))
+        print(row(cell.name, got), flush=True)
     return 0
 
 

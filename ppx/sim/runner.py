@@ -12,15 +12,18 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from omegaconf import OmegaConf
 
+from ppx.frontend.make import make_workload
 from ppx.judge import judge_served
-from ppx.oracle import Oracle, sample_rids
+from ppx.oracle import Mismatch, Oracle, sample_rids
 from ppx.sim.coverage import counters_of
 from ppx.sim.ends import END_COLUMNS, end_record
 from ppx.sim.world import SimSupervisor
+
+CHECKED_MAX = 4096  # (prompt, tokens) pairs the oracle memo keeps before it starts over
 
 COLUMNS = [
     "schedule",
@@ -91,19 +94,25 @@ class Runner:
         self.cfg = cfg
         self.typed = OmegaConf.to_object(cfg)
         self.models: dict = SharedModels()
+        # immutable (request i is a pure function of the config, the seed and i): one for
+        # every schedule, built from the typed config (no omegaconf read per request)
+        self.workload = make_workload(self.typed)
         self.oracle = Oracle.for_config(cfg)
-        self.sample = float(cfg.oracle.sample)
+        self.sample, self.seed = float(cfg.oracle.sample), int(cfg.seed)
+        # the reference's verdict on (prompt, tokens) never changes, and most schedules serve
+        # the same tokens: each pair is checked once per worker (a bounded memo)
+        self.checked: dict[tuple, list[Mismatch]] = {}
         self.log = log if log is not None else io.StringIO()
 
     @property
     def inputs(self) -> tuple:
         """What every run of this Runner reads and none writes into its state (a state's
         fingerprint writes them by identity)."""
-        return (self.cfg, self.typed, self.models, self.oracle)
+        return (self.cfg, self.typed, self.models, self.oracle, self.workload)
 
     def run(self, strategy) -> Result | None:
         """The run's row, or None when the strategy cut it (the dfs reduction)."""
-        sup = SimSupervisor(self.cfg, None, strategy, self.typed, self.models)
+        sup = SimSupervisor(self.cfg, None, strategy, self.typed, self.models, self.workload)
         # the ranks' warnings go to the exploration's log, not to the screen
         with contextlib.redirect_stderr(self.log):
             out = sup.run()
@@ -129,10 +138,21 @@ class Runner:
     def check(self, driver) -> tuple[int, list]:
         """Every served request's tokens against the reference (oracle.sample of them)."""
         served = [r for r in driver.records.values() if r.outcome == "served"]
-        keep = set(sample_rids([r.req.rid for r in served], self.sample, int(self.cfg.seed)))
+        keep = set(sample_rids([r.req.rid for r in served], self.sample, self.seed))
         checked, bad = 0, []
         for rec in served:
             if rec.req.rid in keep:
                 checked += len(rec.output)
-                bad += self.oracle.check(rec.req.prompt, rec.output, rec.req.rid)
+                bad += [
+                    replace(m, rid=rec.req.rid) for m in self._verdict(rec.req.prompt, rec.output)
+                ]
         return checked, bad
+
+    def _verdict(self, prompt: list[int], output: list[int]) -> list[Mismatch]:
+        key = (tuple(prompt), tuple(output))
+        found = self.checked.get(key)
+        if found is None:
+            if len(self.checked) >= CHECKED_MAX:
+                self.checked.clear()
+            found = self.checked[key] = self.oracle.check(prompt, output)
+        return found

@@ -26,6 +26,7 @@ from ppx.engine.rank import RankArgs, serve
 from ppx.engine.transport.sim import SimTransport, SimWire
 from ppx.frontend.driver import Driver
 from ppx.frontend.make import make_workload
+from ppx.frontend.workloads import Workload
 from ppx.run_tally import RunTally
 from ppx.sim.registry import one_run_strategy
 from ppx.sim.scheduler import CLOCK, DONE, Scheduler
@@ -123,25 +124,34 @@ class SimSupervisor:
     explorer's runs): only the outcome."""
 
     def __init__(
-        self, cfg, run_dir: str | None, strategy=None, typed=None, models: dict | None = None
+        self,
+        cfg,
+        run_dir: str | None,
+        strategy=None,
+        typed=None,
+        models: dict | None = None,
+        workload: Workload | None = None,
     ) -> None:
         self.cfg, self.run_dir = cfg, run_dir
-        self.world = int(cfg.pp)
+        # what the explorer builds once for all its schedules: the typed config, the models,
+        # the workload (request i is a pure function of the config, the seed and i). The
+        # settings below are read from the typed config: an omegaconf read costs ~100 times
+        # a dataclass attribute's, and this runs once per schedule
+        self.typed = typed = typed if typed is not None else OmegaConf.to_object(cfg)
+        self.models, self.workload = models, workload
+        self.world = int(typed.pp)
         self.tally = RunTally(self.world)
-        # what the explorer builds once for all its schedules: the typed config, the models
-        self.typed, self.models = typed, models
-        x = cfg.explore
-        self.strategy = strategy or one_run_strategy(x, sim_tasks(cfg))
+        self.strategy = strategy or one_run_strategy(cfg.explore, sim_tasks(cfg))
         self.sched = Scheduler(
             self.strategy,
-            float(cfg.sim.step_us) * 1e-6,
-            int(cfg.sim.max_steps),
-            float(cfg.watch.max_run_s),
-            str(x.get("clock", "step")),
+            float(typed.sim.step_us) * 1e-6,
+            int(typed.sim.max_steps),
+            float(typed.watch.max_run_s),
+            str(typed.explore.clock),
             footprints=self.strategy.watches_steps,
             watch=self._progress_watch,
         )
-        self.progress = Progress(float(cfg.watch.progress_stall_s))
+        self.progress = Progress(float(typed.watch.progress_stall_s))
 
     def _progress_watch(self) -> str | None:
         """Requests outstanding and no token committed for watch.progress_stall_s of virtual
@@ -194,7 +204,7 @@ class SimSupervisor:
             raise RuntimeError(report["state"])  # ends the run: the report says why
 
     def run(self) -> dict:
-        typed = self.typed or OmegaConf.to_object(self.cfg)
+        typed = self.typed
         torch.set_num_threads(1)  # one thread runs every rank, as each gloo rank has one
         if self.run_dir:
             os.makedirs(os.path.join(self.run_dir, "ranks"), exist_ok=True)
@@ -203,7 +213,7 @@ class SimSupervisor:
         self.in_q, self.out_q = SimQueue(self.sched, "in_q"), SimQueue(self.sched, "out_q")
         wall0 = time.time()
         self.driver = Driver(
-            make_workload(self.cfg),
+            self.workload or make_workload(self.cfg),
             self.in_q,
             self.out_q,
             0.0,
@@ -226,7 +236,7 @@ class SimSupervisor:
         front = self.sched.spawn("frontend", self._frontend)
         if FAULT_TIMINGS.of(typed):  # after the ranks and the frontend: their tids stay put
             self.wire.timing = Timing(self.sched)
-        kill = RunFaults(self.cfg).kill(self.world)  # faults.kill
+        kill = RunFaults(typed).kill(self.world)  # faults.kill
         if kill is not None:  # counted from boot: virtual time starts there
             self.sched.kill_at(*kill)
         try:

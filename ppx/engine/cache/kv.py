@@ -15,6 +15,7 @@ import torch
 from ppx.core import Req
 from ppx.engine.cache.radix import Node, RadixTree
 from ppx.engine.faults.base import Readiness
+from ppx.engine.int_tensor import int_tensor
 
 if TYPE_CHECKING:
     from ppx.engine.cache.host import HostTier
@@ -150,7 +151,7 @@ class KVCache:
         self.rows[req.rid] = list(slots)
         self.tree_len[req.rid] = prefix_len
         if prefix_len:
-            self.req_to_token[req.row, :prefix_len] = torch.tensor(slots, dtype=torch.int32)
+            self.req_to_token[req.row, :prefix_len] = int_tensor(slots, torch.int32)
         req.computed = prefix_len
         req.cached = prefix_len
         req.admit_seq += 1
@@ -167,7 +168,7 @@ class KVCache:
         if self._pending_rows is not None:  # inside `batched_rows`: one write at its end
             self._pending_rows.append((req.row, start, locs))
         else:
-            self.req_to_token[req.row, start : start + n] = torch.tensor(locs, dtype=torch.int32)
+            self.req_to_token[req.row, start : start + n] = int_tensor(locs, torch.int32)
         req.computed += n
         used = min(n, req.reserved)
         req.reserved -= used
@@ -189,9 +190,9 @@ class KVCache:
                 cols = [c for _, start, locs in pending for c in range(start, start + len(locs))]
                 flat = [s for _, _, locs in pending for s in locs]
                 dev = self.req_to_token.device
-                self.req_to_token[
-                    torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)
-                ] = torch.tensor(flat, dtype=torch.int32, device=dev)
+                self.req_to_token[int_tensor(rows, device=dev), int_tensor(cols, device=dev)] = (
+                    int_tensor(flat, torch.int32, dev)
+                )
 
     def rollback(self, req: Req, n: int) -> None:
         """Undo the last `extend(req, n)` of a pass that never ran (a void)."""
@@ -232,8 +233,8 @@ class KVCache:
             dup = [s for s, t in zip(row[old:present], tree_slots[old:present]) if s != t]
             self.free += dup
             row[old:present] = tree_slots[old:present]
-            self.req_to_token[req.row, old:present] = torch.tensor(
-                tree_slots[old:present], dtype=torch.int32
+            self.req_to_token[req.row, old:present] = int_tensor(
+                tree_slots[old:present], torch.int32
             )
         _, node = self.tree.match(tokens)
         self.tree.lock(node)
