@@ -56,7 +56,9 @@ def failure_counts(ex: Exploration) -> dict[str, int]:
     from ppx.sim.runner import failure_key
 
     df = ex.table
-    keys = [failure_key(v, r, c) for v, r, c in zip(df["verdict"], df["reason"], df["cycle"])]
+    # pandas reads a served row's missing cycle (or reason) as NaN, a float that is truthy
+    texts = [[x if isinstance(x, str) else None for x in df[c]] for c in ("reason", "cycle")]
+    keys = [failure_key(v, r, c) for v, r, c in zip(df["verdict"], *texts)]
     return {k: keys.count(k) for k in ex.failures}
 
 
