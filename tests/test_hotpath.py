@@ -166,3 +166,13 @@ def test_int_tensor_red_arm_a_wrong_dtype_or_value_is_seen():
     want = torch.tensor([1, 2, 3], dtype=torch.int64)
     assert int_tensor([1, 2, 3], torch.int32).dtype != want.dtype
     assert not torch.equal(int_tensor([1, 2, 4]), want)
+
+
+def test_batched_rows_with_only_empty_extends_write_nothing():
+    # a pass whose every extend is zero tokens (the #797c red at 2 requests, max_new 1):
+    # `torch.tensor([])` is a float tensor, and indexing with it crashed rank 0 (IndexError)
+    s, _ = _decoding()
+    before = s.cache.req_to_token.clone()
+    with s.cache.batched_rows():
+        s.cache.extend(s.reqs[0], 0)
+    assert torch.equal(before, s.cache.req_to_token)
