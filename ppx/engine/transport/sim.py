@@ -118,9 +118,9 @@ class SimTransport(Transport):
                 f"sim: rank{self.rank} recv from rank{src} tag {tag}: {out.numel()} elements "
                 f"expected, {send.tensor.numel()} sent"
             )
-        src = send.tensor
+        payload = send.tensor
         # a reshape costs a few us even when it changes nothing; most payloads arrive as sent
-        out.copy_(src if src.shape == out.shape else src.reshape(out.shape))
+        out.copy_(payload if payload.shape == out.shape else payload.reshape(out.shape))
         send.taken = True
         return out
 
