@@ -36,13 +36,15 @@ import torch
 from omegaconf import DictConfig, ListConfig
 
 from ppx.engine.board import NUM_KINDS, Board, F, RankBoard
+from ppx.engine.model.hash_mirror import PoolMirror
 from ppx.engine.transport.sim import SimWire, _Collective
 from ppx.sim.scheduler import Scheduler, Task
 
 # the board's columns a rank reads: fields and wire counters (the op ring after them is history)
 BOARD_LIVE = int(F.NUM) + 2 * 64 * NUM_KINDS
 # written by identity: built once per exploration and never written by a run, or no state
-OPAQUE_TYPES = (io.IOBase, greenlet.greenlet, torch.nn.Module, DictConfig, ListConfig)
+# (the hash model's PoolMirror: a cache of what its pool's bytes, written by value, decode to)
+OPAQUE_TYPES = (io.IOBase, greenlet.greenlet, torch.nn.Module, DictConfig, ListConfig, PoolMirror)
 # a parked receive's output buffer (a frame's local) is overwritten whole before anything
 # reads it: its bytes until then (torch.empty's leftovers) are no state
 OVERWRITTEN = {"SimTransport.recv": frozenset({"out"})}

@@ -42,8 +42,12 @@ class KVCache:
     ) -> None:
         self.pool_tokens = pool_tokens
         shape = (pool_tokens, kv_heads, head_dim)
-        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
-        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
+        # plain tensors even when built under inference mode (the simulator runs in it): an
+        # inference tensor keeps no version counter, and the hash model's mirror of its pool
+        # trusts only that counter to know nobody else wrote it (model/hash_mirror.py)
+        with torch.inference_mode(False):
+            self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
+            self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.req_to_token = torch.zeros((max_reqs, max_context), dtype=torch.int32, device=device)
         self._empty()
 

@@ -32,6 +32,7 @@ import torch
 
 from ppx.core import ForwardInputs
 from ppx.engine.int_tensor import int_tensor
+from ppx.engine.model.hash_mirror import PoolMirror
 from ppx.engine.model.weights import Dims
 
 MOD = 16_777_213  # < 2^24: exact in float32; odd and prime to 3, so 1..4 have inverses
@@ -116,6 +117,8 @@ class HashStage:
         self.k_tag, self.v_tag = head_tags(
             d.vocab, list(range(tp_rank * local, (tp_rank + 1) * local))
         )
+        self.k_range = (int(self.k_tag.min()), int(self.k_tag.max()))
+        self.mirror = PoolMirror()  # what its pool decodes to, per slot (hash_mirror.py)
         self.weight_bytes = 0
         self.bytes_read = 0
 
@@ -150,11 +153,25 @@ class HashStage:
         ]
         loc = fi.out_cache_loc
         k_tag, v_tag = self.k_tag, self.v_tag
+
+        def read_k(slots: list[int]) -> list[int]:
+            return _decode(k[int_tensor(slots)], k_tag, None)
+
+        def read_v(slots: list[int]) -> list[int]:
+            return _decode(v[int_tensor(slots)], v_tag, MOD)
+
+        mirror = self.mirror if self.mirror.bind(k_pool[0], v_pool[0]) else None
         k[loc] = (int_tensor(ids)[:, None] + k_tag).to(k.dtype)
+        if mirror is not None:  # from here on, reads of what this stage wrote make no torch call
+            written = loc.tolist()
+            mirror.wrote_ids(written, ids, *self.k_range)
         # each chunk's prefix hash chains from the one stored at the slot before it (read
         # through the mapping: a stale or foreign slot there changes every g after it)
         before = [row[p - 1] for row, p in zip(rows, prefix, strict=True) if p > 0]
-        stored = iter(_decode(v[int_tensor(before)], v_tag, MOD) if before else [])
+        if not before:
+            stored = iter([])
+        else:
+            stored = iter(mirror.read_hashes(before, read_v) if mirror else read_v(before))
         g = []
         for b, p in enumerate(prefix):
             h = next(stored) if p > 0 else 0
@@ -162,8 +179,13 @@ class HashStage:
                 h = (h + (ids[i] + 1) * self.w1[pos[i]]) % MOD
                 g.append(h)
         v[loc] = ((int_tensor(g)[:, None] + v_tag) % MOD).to(v.dtype)
-        where = int_tensor([s for row in rows for s in row])
-        ks, vs = _decode(k[where], k_tag, None), _decode(v[where], v_tag, MOD)
+        where = [s for row in rows for s in row]
+        if mirror is not None:
+            mirror.wrote_hashes(written, g)
+            ks, vs = mirror.read_ids(where, read_k), mirror.read_hashes(where, read_v)
+            mirror.seal()
+        else:
+            ks, vs = read_k(where), read_v(where)
         f, at = [], 0
         for b, row in enumerate(rows):
             sums = _read_sums(ks[at : at + len(row)], vs[at : at + len(row)], self.w2)
