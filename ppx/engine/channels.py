@@ -22,7 +22,6 @@ import torch
 
 from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
-from ppx.engine.int_tensor import int_tensor
 from ppx.engine.transport.base import Transport
 from ppx.header import MAX_AUX
 
@@ -33,9 +32,10 @@ _DTYPES = [torch.int64, torch.float32, torch.bfloat16, torch.float16, torch.int3
 _CODE = {d: i for i, d in enumerate(_DTYPES)}
 
 
-def encode_header(msg: Message) -> torch.Tensor:
-    """One int64 tensor built from one Python list (a tensor per field costs ~2 us each,
-    and every message of every pass has a header)."""
+def encode_header(msg: Message) -> list[int]:
+    """The HEADER_LEN int64s of `msg`'s header, as one list: the transport makes it one tensor
+    (a tensor per field cost ~2 us each, and every message of every pass has a header), or
+    carries the list itself (the simulated wire: no tensor to build, copy and read back)."""
     if msg.num_tensors > MAX_TENSORS or len(msg.aux) > MAX_AUX:
         raise ValueError(f"message {msg.kind.label}: too many tensors or aux fields")
     h = [int(msg.kind), msg.slot, msg.pass_id, msg.epoch, msg.seq, int(msg.flags)]
@@ -44,11 +44,10 @@ def encode_header(msg: Message) -> torch.Tensor:
         if t.dim() > 3:
             raise ValueError("payload tensors have at most 3 dims")
         h += [_CODE[t.dtype], *t.shape] + [-1] * (3 - t.dim())
-    return int_tensor(h + [0] * (HEADER_LEN - len(h)))
+    return h + [0] * (HEADER_LEN - len(h))
 
 
-def decode_header(h: torch.Tensor) -> tuple[Message, list[tuple[torch.dtype, list[int]]]]:
-    v = h.tolist()
+def decode_header(v: list[int]) -> tuple[Message, list[tuple[torch.dtype, list[int]]]]:
     kind, slot, pass_id, epoch, seq, flags, n = v[:7]
     msg = Message(Kind(kind), slot, pass_id, epoch, seq, flags, tuple(v[8 : 8 + MAX_AUX]))
     metas = []
@@ -124,7 +123,7 @@ class Channels:
         if payload:
             self.payload_seq[key] = msg.seq
         # the header describes `msg.tensors`: the payload copies have their dtypes and shapes
-        self.pending[key].append(self.t.isend(dst, 0, encode_header(msg)))
+        self.pending[key].append(self.t.send_header(dst, encode_header(msg)))
 
     def flush(self, kinds: list[Kind] | None = None, pass_id: int = -1) -> None:
         """Complete pending sends; under gloo this waits until the peer has taken them."""
@@ -158,9 +157,7 @@ class Channels:
         )
 
     def _read_header(self, src: int) -> tuple[Message, list]:
-        buf = torch.empty(HEADER_LEN, dtype=torch.int64)
-        self.t.recv(src, 0, buf)
-        msg, metas = decode_header(buf)
+        msg, metas = decode_header(self.t.recv_header(src, HEADER_LEN))
         if metas and self.t.payload_with_header:  # see the module docstring
             return msg, Pulled(self._recv_payload(src, msg, metas))
         return msg, metas

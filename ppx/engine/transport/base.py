@@ -22,6 +22,8 @@ from typing import Protocol
 
 import torch
 
+from ppx.engine.int_tensor import int_tensor
+
 
 class Abandoned(BaseException):
     """Raised inside a rank whose run ended while it was parked on the wire (the simulator
@@ -83,6 +85,15 @@ class Transport:
 
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
+
+    # -- headers: `n` int64s on tag 0, an isend and a recv like any other ------------------
+    def send_header(self, dst: int, values: list[int]) -> Handle:
+        return self.isend(dst, 0, int_tensor(values))
+
+    def recv_header(self, src: int, n: int) -> list[int]:
+        buf = torch.empty(n, dtype=torch.int64)
+        self.recv(src, 0, buf)
+        return buf.tolist()
 
     def host_sync(self) -> None:
         """Called inside a compute step: where a device transport's host would sync with the

@@ -35,7 +35,7 @@ from ppx.engine.transport.sim_nccl_rules import SEMANTICS, NcclRules
 
 @dataclass
 class _Send:
-    tensor: torch.Tensor
+    tensor: torch.Tensor | list[int]  # a header travels as its list (send_header)
     taken: bool = False
 
 
@@ -94,7 +94,15 @@ class SimTransport(Transport):
     def isend(self, dst: int, tag: int, tensor: torch.Tensor):
         if tag and self.nccl is not None and self.nccl.plane.carries(self.rank, dst):
             return self.nccl.isend(dst, tag, tensor.contiguous())
-        send = _Send(tensor.contiguous())
+        return self._post(dst, tag, tensor.contiguous())
+
+    def send_header(self, dst: int, values: list[int]):
+        """The header's list itself goes on the queue (a list nobody changes after: the
+        channels build a fresh one per message), not a tensor built, copied and read back."""
+        return self._post(dst, 0, values)
+
+    def _post(self, dst: int, tag: int, item) -> _Handle:
+        send = _Send(item)
         self.wire.queues[(self.rank, dst, tag)].append(send)
         h = _Handle(self, send, dst, tag)
         self.sched.touch(h.key, True)
@@ -105,6 +113,20 @@ class SimTransport(Transport):
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
         if tag and self.nccl is not None and self.nccl.plane.carries(src, self.rank):
             return self.nccl.recv(src, tag, out)
+        send = self._take(src, tag, out.numel())
+        payload = send.tensor
+        # a reshape costs a few us even when it changes nothing; most payloads arrive as sent
+        out.copy_(payload if payload.shape == out.shape else payload.reshape(out.shape))
+        send.taken = True
+        return out
+
+    def recv_header(self, src: int, n: int) -> list[int]:
+        send = self._take(src, 0, n)
+        send.taken = True
+        return send.tensor
+
+    def _take(self, src: int, tag: int, numel: int) -> _Send:
+        """The head of the (src, this rank, tag) queue, waited for; its size checked."""
         key = ("q", src, self.rank, tag)
         q = self.wire.queues[(src, self.rank, tag)]
         if q:
@@ -113,16 +135,13 @@ class SimTransport(Transport):
             self.sched.wait_until(lambda: bool(q), f"recv from rank{src} tag {tag}", reads=(key,))
         self.sched.touch(key, True)
         send = q.popleft()
-        if send.tensor.numel() != out.numel():
+        sent = len(send.tensor) if isinstance(send.tensor, list) else send.tensor.numel()
+        if sent != numel:
             raise RuntimeError(
-                f"sim: rank{self.rank} recv from rank{src} tag {tag}: {out.numel()} elements "
-                f"expected, {send.tensor.numel()} sent"
+                f"sim: rank{self.rank} recv from rank{src} tag {tag}: {numel} elements "
+                f"expected, {sent} sent"
             )
-        payload = send.tensor
-        # a reshape costs a few us even when it changes nothing; most payloads arrive as sent
-        out.copy_(payload if payload.shape == out.shape else payload.reshape(out.shape))
-        send.taken = True
-        return out
+        return send
 
     def irecv(self, src: int, tag: int, out: torch.Tensor):
         """NCCL payload tags only (a group() needs a receive that does not block)."""
