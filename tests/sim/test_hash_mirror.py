@@ -99,3 +99,27 @@ def test_the_mirror_knows_only_exact_single_writes():
     with torch.inference_mode():
         assert not m.bind(torch.zeros(8, 2, 1), v)  # no version counter: no mirror
     assert not m.bind(k.double(), v)
+
+
+def test_a_small_write_built_in_python_is_the_tensor_arithmetic_bit_for_bit():
+    from ppx.engine.int_tensor import int_tensor
+    from ppx.engine.model.hashed import MOD, _rows, head_tags
+
+    k_tag, v_tag = head_tags(128, list(range(12)))
+    rng = random.Random(5)
+    for _ in range(300):  # ids far out of range too: where float32 rounds, it rounds alike
+        ids = [rng.choice([rng.randrange(128), rng.randrange(-(2**51), 2**51)]) for _ in range(3)]
+        want = (int_tensor(ids)[:, None] + k_tag).to(torch.float32)
+        assert torch.equal(_rows(ids, k_tag.tolist(), k_tag, None, torch.float32), want)
+        g = [rng.randrange(MOD) for _ in range(3)]
+        want = ((int_tensor(g)[:, None] + v_tag) % MOD).to(torch.float32)
+        assert torch.equal(_rows(g, v_tag.tolist(), v_tag, MOD, torch.float32), want)
+    # red arm: above 2^53 a sum is no exact double, and through a double it rounds twice
+    # (2^54 + 2^30 + 1: to 2^54 + 2^30, a float32 tie, to even), where int64 -> float32
+    # rounds once (up): that is why such a write takes the tensor path
+    x = (1 << 54) + (1 << 30) + 1
+    once = int_tensor([x]).to(torch.float32)
+    assert not torch.equal(torch.tensor([float(x)], dtype=torch.float32), once)
+    assert torch.equal(
+        _rows([x], [0], torch.zeros(1, dtype=torch.int64), None, torch.float32)[0], once
+    )

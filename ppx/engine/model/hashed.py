@@ -26,6 +26,7 @@ Values stay below 2^24 (`MOD`) so the float32 KV pool holds them exactly.
 
 from __future__ import annotations
 
+from array import array
 from itertools import accumulate
 
 import torch
@@ -90,6 +91,26 @@ def _decode(rows: torch.Tensor, tag: torch.Tensor, mod: int | None) -> list[int]
     return [f if a == b else -1 - f for f, a, b in zip(x[:, 0].tolist(), lo.tolist(), hi.tolist())]
 
 
+SMALL_WRITE = 256  # values: up to here, a write's rows are built in Python (see _rows)
+
+
+def _rows(values: list[int], tags: list[int], tag: torch.Tensor, mod: int | None, dtype):
+    """[n, H] `dtype` rows of value + each head's tag (mod `mod`): what a slot's heads hold.
+    A small write (a decode's few tokens) is built in Python over an array's buffer, one
+    torch call where the tensor arithmetic took four; the values are those torch gives:
+    each sum is an exact double below 2^53, rounded once to float32 as int64 -> float32 is."""
+    n = len(values) * len(tags)
+    small = 0 < n <= SMALL_WRITE  # (frombuffer refuses an empty buffer)
+    if dtype == torch.float32 and small and all(abs(x) < 1 << 52 for x in values):
+        if mod is None:
+            flat = [x + t for x in values for t in tags]
+        else:
+            flat = [(x + t) % mod for x in values for t in tags]
+        return torch.frombuffer(array("f", flat), dtype=torch.float32).view(len(values), -1)
+    x = int_tensor(values)[:, None] + tag
+    return (x if mod is None else x % mod).to(dtype)
+
+
 class HashStage:
     """Layers [first_layer, last_layer) of the hash model (every layer in the TP phase, where
     the ranks' prefix hashes are averaged through one all-reduce: a rank whose KV differs
@@ -117,7 +138,8 @@ class HashStage:
         self.k_tag, self.v_tag = head_tags(
             d.vocab, list(range(tp_rank * local, (tp_rank + 1) * local))
         )
-        self.k_range = (int(self.k_tag.min()), int(self.k_tag.max()))
+        self.k_tags, self.v_tags = self.k_tag.tolist(), self.v_tag.tolist()
+        self.k_range = (min(self.k_tags), max(self.k_tags))
         self.mirror = PoolMirror()  # what its pool decodes to, per slot (hash_mirror.py)
         self.weight_bytes = 0
         self.bytes_read = 0
@@ -144,7 +166,6 @@ class HashStage:
         else:
             assert fi.hidden is not None, "a later stage reads the previous stage's (id, acc)"
             ids, acc = fi.hidden.T.tolist()
-        k, v = k_pool[0][:, :, 0], v_pool[0][:, :, 0]  # [slots, local KV heads]
         qo, pos = fi.qo_indptr.tolist(), fi.positions.tolist()
         prefix = fi.prefix_lens.tolist()
         rows = [
@@ -160,8 +181,13 @@ class HashStage:
         def read_v(slots: list[int]) -> list[int]:
             return _decode(v[int_tensor(slots)], v_tag, MOD)
 
-        mirror = self.mirror if self.mirror.bind(k_pool[0], v_pool[0]) else None
-        k[loc] = (int_tensor(ids)[:, None] + k_tag).to(k.dtype)
+        if self.mirror.bind(k_pool[0], v_pool[0]):
+            mirror = self.mirror
+            k, v = mirror.k_rows, mirror.v_rows
+        else:
+            mirror = None
+            k, v = k_pool[0][:, :, 0], v_pool[0][:, :, 0]  # [slots, local KV heads]
+        k[loc] = _rows(ids, self.k_tags, k_tag, None, k.dtype)
         if mirror is not None:  # from here on, reads of what this stage wrote make no torch call
             written = loc.tolist()
             mirror.wrote_ids(written, ids, *self.k_range)
@@ -178,7 +204,7 @@ class HashStage:
             for i in range(qo[b], qo[b + 1]):
                 h = (h + (ids[i] + 1) * self.w1[pos[i]]) % MOD
                 g.append(h)
-        v[loc] = ((int_tensor(g)[:, None] + v_tag) % MOD).to(v.dtype)
+        v[loc] = _rows(g, self.v_tags, v_tag, MOD, v.dtype)
         where = [s for row in rows for s in row]
         if mirror is not None:
             mirror.wrote_hashes(written, g)
