@@ -165,8 +165,7 @@ class Channels:
     def _recv_payload(self, src: int, msg: Message, metas) -> list[torch.Tensor]:
         got, where = [], self.t.payload_device_for(src, sending=False)
         for dtype, shape in metas:
-            out = torch.empty(shape, dtype=dtype, device=where)
-            self.t.recv(src, 1 + int(msg.kind), out)
+            out = self.t.recv_new(src, 1 + int(msg.kind), dtype, shape, where)
             got.append(out if self.device == "cpu" else out.to(self.device))
         return got
 

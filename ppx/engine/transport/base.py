@@ -86,6 +86,12 @@ class Transport:
     def recv(self, src: int, tag: int, out: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def recv_new(self, src: int, tag: int, dtype: torch.dtype, shape: list[int], device: str):
+        """`recv` into a fresh tensor of `dtype` and `shape` on `device`, returned."""
+        out = torch.empty(shape, dtype=dtype, device=device)
+        self.recv(src, tag, out)
+        return out
+
     # -- headers: `n` int64s on tag 0, an isend and a recv like any other ------------------
     def send_header(self, dst: int, values: list[int]) -> Handle:
         return self.isend(dst, 0, int_tensor(values))

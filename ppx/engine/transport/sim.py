@@ -120,6 +120,26 @@ class SimTransport(Transport):
         send.taken = True
         return out
 
+    def recv_new(self, src: int, tag: int, dtype: torch.dtype, shape: list[int], device: str):
+        """A payload that arrives as it was sent (dtype, shape, the host) is cloned when taken:
+        one torch call where a fresh buffer and a copy into it took two, the same bytes read
+        at the same moment."""
+        if tag and self.nccl is not None and self.nccl.plane.carries(src, self.rank):
+            return super().recv_new(src, tag, dtype, shape, device)
+        head = self.wire.queues[(src, self.rank, tag)]
+        sent = head[0].tensor if head else None
+        if not (
+            isinstance(sent, torch.Tensor)
+            and sent.dtype == dtype
+            and list(sent.shape) == shape
+            and device == "cpu"
+            and sent.is_cpu
+        ):  # not there yet, or another form: the receive as any other
+            return super().recv_new(src, tag, dtype, shape, device)
+        send = self._take(src, tag, sent.numel())
+        send.taken = True
+        return send.tensor.clone()
+
     def recv_header(self, src: int, n: int) -> list[int]:
         send = self._take(src, 0, n)
         send.taken = True
