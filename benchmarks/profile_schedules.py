@@ -1,7 +1,7 @@
 """Where a random schedule's time goes: one worker's schedules, timed, then under cProfile.
 
   python benchmarks/profile_schedules.py [--schedules 300] [--top 40] [--set OVERRIDE ...]
-                                        [--parts] [--no-profile]
+                                        [--parts] [--no-profile] [--torch-calls]
 
 Builds the explorer's Runner once (as a worker does: conf/explorer.yaml, pp=3, the hash model)
 and runs `--schedules` random schedules (seeds 0..n-1): first timed alone (`time.process_time`
@@ -9,7 +9,12 @@ per schedule: the CPU one schedule costs one worker), then again under cProfile,
 functions by own time and by cumulative time. The profiler slows Python-heavy code more than
 C code, so read the shares, not the total (bench_schedules.py times the total). `--parts`:
 first the CPU ms per schedule spent inside a few named functions (PARTS; wrapped with
-`time.process_time`, no profiler), beside the schedule's total.
+`time.process_time`, no profiler), beside the schedule's total. `--torch-calls`: the torch calls
+per schedule (a TorchFunctionMode that counts what it sees: functions and tensor methods,
+attribute reads such as `.shape` too; `frombuffer` is not seen) by the ppx function that made
+them. cProfile does not see into the rank loops' greenlets well (the schedule's wall is
+charged to the switch); a sampling profiler does: `py-spy record -r 1000 -f raw -o OUT --
+python SCRIPT` over a loop of `Runner.run`, its stacks summed per function and per line.
 """
 
 from __future__ import annotations
@@ -66,6 +71,39 @@ def parts(runner, n: int) -> None:
         print(f"  {key:<28} {s * 1e3 / n:6.2f}  ({100 * s * 1e3 / n / total:.0f} %)")
 
 
+def torch_calls(runner, n: int, top: int) -> None:
+    """Torch calls per schedule, by the calling ppx function and by (function, call)."""
+    import collections
+    import sys
+
+    from torch.overrides import TorchFunctionMode
+
+    from ppx.sim.strategy import RandomStrategy
+
+    seen: collections.Counter = collections.Counter()
+
+    class Count(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            f = sys._getframe(1)
+            while f is not None and "torch/" in f.f_code.co_filename:
+                f = f.f_back
+            where = f"{f.f_code.co_filename.rsplit('ppx/', 1)[-1]}:{f.f_code.co_name}" if f else "?"
+            seen[where, getattr(func, "__name__", str(func))] += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        for seed in range(n):
+            runner.run(RandomStrategy(seed))
+    by_caller: collections.Counter = collections.Counter()
+    for (where, _), c in seen.items():
+        by_caller[where] += c
+    print(f"torch calls per schedule: {sum(seen.values()) / n:.0f}")
+    for where, c in by_caller.most_common(top):
+        print(f"  {c / n:7.1f}  {where}")
+    for (where, fn), c in seen.most_common(top):
+        print(f"  {c / n:7.1f}  {where} {fn}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedules", type=int, default=300)
@@ -73,6 +111,7 @@ def main() -> None:
     ap.add_argument("--set", nargs="*", default=[])
     ap.add_argument("--parts", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--torch-calls", action="store_true")
     args = ap.parse_args()
     _method.pin_threads()
     from ppx.sim.runner import Runner
@@ -87,6 +126,8 @@ def main() -> None:
         cpu.append((time.process_time() - t) * 1e3)
     print(f"{args.schedules} schedules, CPU ms per schedule: median {statistics.median(cpu):.2f}, "
           f"mean {statistics.fmean(cpu):.2f}, min {min(cpu):.2f}")  # fmt: skip
+    if args.torch_calls:
+        torch_calls(runner, min(args.schedules, 50), args.top)
     if args.no_profile:
         if args.parts:
             parts(runner, args.schedules)

@@ -21,7 +21,9 @@ as it would a real model's attention. (Before this, only local head 0 was writte
 PP->TP carry gave ranks 1.. the untouched global heads 4.. and the run mismatched.) A read
 decodes every local head and poisons the slot's id when they disagree.
 
-Values stay below 2^24 (`MOD`) so the float32 KV pool holds them exactly.
+Values stay below 2^24 (`MOD`) so the float32 KV pool holds them exactly. A stage reads its
+pool through a Python mirror of what each slot decodes to where it can trust one (the pools'
+version counters: hash_mirror.py), through torch otherwise; the tokens are the same.
 """
 
 from __future__ import annotations
