@@ -45,11 +45,11 @@ class PoolMirror:
         """Whether this forward may use the mirror of pools `k`, `v` (the layer's whole
         tensors): it forgets every slot first when they are other tensors or were written
         since `seal`."""
-        if k.is_inference() or v.is_inference():  # no version counter to trust
-            return False
-        if k.dtype != torch.float32 or v.dtype != torch.float32:  # EXACT is float32's
-            return False
-        if k is not self.k or v is not self.v:
+        if k is not self.k or v is not self.v:  # (a tensor's kind and dtype never change)
+            if k.is_inference() or v.is_inference():  # no version counter to trust
+                return False
+            if k.dtype != torch.float32 or v.dtype != torch.float32:  # EXACT is float32's
+                return False
             self.k, self.v = k, v
             # head_dim's first column of every slot (the hash model's content): views made
             # once per pool, ~5 us each per forward (a view lives as long as its pool)
