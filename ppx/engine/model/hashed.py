@@ -29,7 +29,9 @@ version counters: hash_mirror.py), through torch otherwise; the tokens are the s
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
 from itertools import accumulate
+from typing import cast
 
 import torch
 
@@ -185,7 +187,8 @@ class HashStage:
 
         if self.mirror.bind(k_pool[0], v_pool[0]):
             mirror = self.mirror
-            k, v = mirror.k_rows, mirror.v_rows
+            # bound: the rows are the pool's views (cast, not assert: this is the hot path)
+            k, v = cast(torch.Tensor, mirror.k_rows), cast(torch.Tensor, mirror.v_rows)
         else:
             mirror = None
             k, v = k_pool[0][:, :, 0], v_pool[0][:, :, 0]  # [slots, local KV heads]
@@ -196,6 +199,7 @@ class HashStage:
         # each chunk's prefix hash chains from the one stored at the slot before it (read
         # through the mapping: a stale or foreign slot there changes every g after it)
         before = [row[p - 1] for row, p in zip(rows, prefix, strict=True) if p > 0]
+        stored: Iterator[int]
         if not before:
             stored = iter([])
         else:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 
@@ -114,7 +115,7 @@ class SimTransport(Transport):
         if tag and self.nccl is not None and self.nccl.plane.carries(src, self.rank):
             return self.nccl.recv(src, tag, out)
         send = self._take(src, tag, out.numel())
-        payload = send.tensor
+        payload = cast(torch.Tensor, send.tensor)  # a payload tag: never a header's list
         # a reshape costs a few us even when it changes nothing; most payloads arrive as sent
         out.copy_(payload if payload.shape == out.shape else payload.reshape(out.shape))
         send.taken = True
@@ -138,12 +139,12 @@ class SimTransport(Transport):
             return super().recv_new(src, tag, dtype, shape, device)
         send = self._take(src, tag, sent.numel())
         send.taken = True
-        return send.tensor.clone()
+        return cast(torch.Tensor, send.tensor).clone()
 
     def recv_header(self, src: int, n: int) -> list[int]:
         send = self._take(src, 0, n)
         send.taken = True
-        return send.tensor
+        return cast(list[int], send.tensor)  # tag 0: send_header queued the list
 
     def _take(self, src: int, tag: int, numel: int) -> _Send:
         """The head of the (src, this rank, tag) queue, waited for; its size checked."""
