@@ -119,3 +119,44 @@ def test_green_a_design_whose_ranks_agree_serves_the_same_load(engine):
     """rank 0's decision travels: no rank forms a batch its upstream did not."""
     s, _ = engine(*FOUND, SIM, "engine/admission=decision", "engine/ordering=decision_first")
     assert s["verdict"] == "served" and s["served"] == 2 and s["oracle_mismatches"] == 0, s
+
+
+# -- beside it: the TP phase's admissions reported at their own pass --------------------------
+def _tp_admits(run_dir: str) -> list[tuple[int, int, int]]:
+    """(rank, rid, pass) of every `admit` event inside a TP phase (flip_end 'now tp' to the
+    next flip_start), read off the run's events."""
+    import os
+
+    import pandas as pd
+
+    ev = pd.read_parquet(os.path.join(run_dir, "events.parquet")).sort_values(["rank", "t_s"])
+    out, tp = [], {}
+    for e in ev.itertuples():
+        if e.kind == "flip_end":
+            tp[e.rank] = str(e.detail).startswith("now tp")
+        elif e.kind == "flip_start":
+            tp[e.rank] = False
+        elif e.kind == "admit" and e.pass_id >= 0:
+            out.append((int(e.rank), int(e.rid), int(e.pass_id), tp.get(e.rank, False)))
+    return [(r, rid, p) for r, rid, p, in_tp in out if in_tp]
+
+
+def test_red_tp_admits_unreported_in_their_phase_surface_at_the_next_pp_pass(engine, monkeypatch):
+    from ppx.engine.moves import Moves
+
+    real = Moves.report_admits
+
+    def pp_only(self, *a):  # the code before: only the PP phase's steps reported admits
+        import sys
+
+        if sys._getframe(1).f_code.co_name != "run_pass":
+            real(self, *a)
+
+    monkeypatch.setattr(Moves, "report_admits", pp_only)
+    _, d = engine(*FOUND, SIM)
+    assert _tp_admits(d) == []  # rids 1 and 0 admitted at TP passes 10 and 13: reported later
+
+
+def test_green_tp_admits_are_reported_at_their_pass_on_every_rank(engine):
+    _, d = engine(*FOUND, SIM)
+    assert sorted(_tp_admits(d)) == [(r, rid, p) for r in range(3) for rid, p in ((0, 13), (1, 10))]
