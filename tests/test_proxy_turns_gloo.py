@@ -4,8 +4,10 @@ at once, so after the TP->PP cutover rank 1 forms a batch for a slot rank 0 left
 (4 of 4 runs stopped at pass 19 with this config, 2 of 4 with the explorer's own find).
 
 Red (the evidence planted away in every spawned rank, the code before): rank 1 waits on a
-proxy never sent and the watch names `wedged` ("every rank blocked"). Green: rank 1 reads
-rank 0's next chain and stops by name, well inside the deadline.
+proxy never sent and the watch names `wedged` ("every rank blocked"), or (4 of 7 red runs here)
+it takes a proxy rank 0 sent dozens of passes later as the one it waits for, and the run
+stops at an `output mismatch` far from the cause. Green: rank 1 reads rank 0's next chain
+and stops by name at the pass that diverged, well inside the deadline.
 """
 
 from __future__ import annotations
@@ -41,9 +43,13 @@ def test_gloo_green_the_divergence_stops_by_name(engine):
     assert time.time() - t0 < DEADLINE_S
 
 
-def test_gloo_red_without_the_evidence_it_wedges(engine, plant):
+def test_gloo_red_without_the_evidence_it_wedges_or_stops_late(engine, plant):
     plant(BEFORE)
     t0 = time.time()
     s, _ = engine(*GLOO, "engine.start_method=spawn")
-    assert s["verdict"] == "wedged" and s["reason"].startswith("every rank blocked"), s
+    # rank 1 waits on the proxy of pass 19 for good, or takes rank 0's proxy of a pass dozens
+    # later as that one (same rid, same fingerprint) and the output ring parts much later
+    opaque = s["verdict"] == "wedged" and s["reason"].startswith("every rank blocked")
+    late = s["verdict"] == "stopped" and s["reason"].startswith("output mismatch: rank0 ")
+    assert opaque or late, (s["verdict"], s["reason"])
     assert time.time() - t0 < DEADLINE_S
