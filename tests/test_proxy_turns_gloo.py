@@ -4,7 +4,7 @@ at once, so after the TP->PP cutover rank 1 forms a batch for a slot rank 0 left
 (4 of 4 runs stopped at pass 19 with this config, 2 of 4 with the explorer's own find).
 
 Red (the evidence planted away in every spawned rank, the code before): rank 1 waits on a
-proxy never sent and the watch names `wedged` ("every rank blocked"), or (4 of 7 red runs here)
+proxy never sent and the watch names `wedged` ("every rank blocked"), or (4 of 8 red runs here)
 it takes a proxy rank 0 sent dozens of passes later as the one it waits for, and the run
 stops at an `output mismatch` far from the cause. Green: rank 1 reads rank 0's next chain
 and stops by name at the pass that diverged, well inside the deadline.
