@@ -22,6 +22,7 @@ import torch
 
 from ppx.core import CHANNEL_MISMATCH, Kind, Message, StopRun
 from ppx.engine.board import Op, RankBoard
+from ppx.engine.proxy_turns import NeverPulled, NeverSent, ProxyTurns
 from ppx.engine.transport.base import Transport
 from ppx.header import MAX_AUX
 
@@ -61,6 +62,13 @@ class Pulled(list):
     """A stashed message's payload, already received with its header (payload_with_header)."""
 
 
+def _rows(metas) -> int:
+    """The first payload tensor's rows, from its header (or its payload, pulled with it)."""
+    if not metas:
+        return 0
+    return int(metas[0].shape[0] if isinstance(metas, Pulled) else metas[0][1][0])
+
+
 class Channels:
     """Per-rank endpoint. Sends are isends completed lazily by `flush`; receives block."""
 
@@ -92,6 +100,7 @@ class Channels:
         self.payload_seq: dict[tuple[int, int], int] = {}
         # engine.readiness: how long a receive waits for evidence its message was sent
         self.readiness_budget_s = readiness_budget_s
+        self.turns = ProxyTurns(rank)  # a proxy pulled in its own pass or never (proxy_turns)
 
     # -- send side -----------------------------------------------------------------------
     def send(self, dst: int, msg: Message) -> None:
@@ -190,23 +199,44 @@ class Channels:
         """Blocking FIFO receive of `kind` from `src`; other kinds met first are stashed."""
         if held := self.held[(src, int(kind))]:
             return held.popleft()
+        turns = self.turns if kind == Kind.PROXY and pass_id >= 0 else None
         box = self.inbox[(src, int(kind))]
         if box:
             msg, metas = box.popleft()
+            if turns is not None:
+                turns.proxy_in(src, pass_id, msg, _rows(metas))
             return self._pull(src, msg, metas)
+        if turns is not None:  # a later chain an earlier receive set aside: never sent
+            turns.stashed_all(src, [(m, 0) for m, _ in self.inbox[(src, Kind.CHAIN)]], pass_id)
         seq = self.seq_in[(src, int(kind))]
         budget_s = self.readiness_budget_s
         if budget_s is not None:
             self._await_evidence(src, kind, slot, pass_id, seq, budget_s)
         since = self.board.block(Op.RECV, src, kind, slot, pass_id, seq, width)
-        while True:
-            msg, metas = self._read_header(src)
-            if msg.kind == kind:
-                break
-            self.inbox[(src, int(msg.kind))].append((msg, metas))
+        try:
+            while True:
+                msg, metas = self._read_header(src)
+                if msg.kind == kind:
+                    break
+                self.inbox[(src, int(msg.kind))].append((msg, metas))
+                if turns is not None or msg.kind == Kind.PROXY:
+                    self.turns.stashed(src, msg, _rows(metas), pass_id if turns else None)
+            if turns is not None:
+                turns.proxy_in(src, pass_id, msg, _rows(metas))
+        except (NeverSent, NeverPulled):  # a stop, not a wait: no blocked-on record is left
+            self.board.unblock(Op.RECV, src, kind, slot, pass_id, seq, since)
+            raise
         msg = self._pull(src, msg, metas)
         self.board.unblock(Op.RECV, src, kind, slot, pass_id, seq, since)
         return msg
+
+    def proxy_turn(self, src: int, pass_id: int, pulls: bool) -> None:
+        """This rank's launch step of `pass_id`: it pulls the pass's proxy from `src` now
+        (`pulls`) or never; one already set aside is then never pulled."""
+        self.turns.turn = pass_id
+        if not pulls:
+            held = [(m, _rows(x)) for m, x in self.inbox[(src, int(Kind.PROXY))]]
+            self.turns.stashed_all(src, held, None)
 
     def _await_evidence(
         self, src: int, kind: Kind, slot: int, pass_id: int, seq: int, budget_s: float

@@ -25,6 +25,7 @@ from ppx.engine.board import ALL_PEERS, F, Op
 from ppx.engine.codec import chain_message, decode_requests
 from ppx.engine.faults.base import Carry
 from ppx.engine.int_tensor import int_tensor
+from ppx.engine.proxy_turns import NeverPulled, NeverSent
 from ppx.protocol.ordering import Step
 
 if TYPE_CHECKING:
@@ -95,8 +96,11 @@ class PassSteps:
 
     def run(self, p: PassState) -> None:
         table = self.table
-        for step in self.ordering:
-            table[step.name](p, step)
+        try:
+            for step in self.ordering:
+                table[step.name](p, step)
+        except NeverPulled as e:  # raised in whichever receive read the proxy's header
+            self.ctx.stop(str(e), p)
 
     # -- chain ----------------------------------------------------------------------------
     def step_chain(self, p: PassState, step: Step) -> None:
@@ -145,10 +149,7 @@ class PassSteps:
 
     def log_admits(self, p: PassState) -> None:
         ctx = self.ctx
-        admitted = ctx.sched.moves.admitted
-        for rid, prefix in admitted:
-            ctx.events.emit("admit", p.pass_id, p.slot, rid, ctx.epoch, f"prefix_len={prefix}")
-        admitted.clear()
+        ctx.sched.moves.report_admits(ctx.events.emit, p.pass_id, p.slot, ctx.epoch)
 
     def step_decision(self, p: PassState, step: Step) -> None:
         if step.part in ("", "recv"):
@@ -162,11 +163,16 @@ class PassSteps:
     # -- launch ---------------------------------------------------------------------------
     def step_launch(self, p: PassState, step: Step) -> None:
         ctx, b = self.ctx, p.batch
+        if not ctx.is_first:  # this pass's proxy is pulled now or never (proxy_turns.py)
+            ctx.ch.proxy_turn(ctx.prev, p.pass_id, pulls=b is not None)
         if b is None:
             return
         fi = ctx.sched.inputs(b, ctx.is_first) if not b.voided else None
         if not ctx.is_first:
-            msg = ctx.ch.recv(ctx.prev, Kind.PROXY, p.slot, p.pass_id, width=b.num_tokens)
+            try:
+                msg = ctx.ch.recv(ctx.prev, Kind.PROXY, p.slot, p.pass_id, width=b.num_tokens)
+            except NeverSent as e:  # the upstream formed no batch for the slot
+                ctx.stop(e.width_check(ctx.rank, p.slot, b.num_tokens, b.rids), p)
             if msg.flags & Flag.VOID or b.voided:
                 self.pass_void_down(p, b, msg, step)
                 return

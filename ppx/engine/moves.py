@@ -22,6 +22,13 @@ class Moves:
     # (rid, prefix_len) admitted since the rank last looked: its event log's `admit` lines
     admitted: list[tuple[int, int]] = field(default_factory=list)
 
+    def report_admits(self, emit: Callable[..., None], pass_id: int, slot: int, epoch: int) -> None:
+        """The admissions since the last report, as `admit` events of the pass that made them
+        (the PP phase's schedule or decision step, the TP phase's batch)."""
+        for rid, prefix in self.admitted:
+            emit("admit", pass_id, slot, rid, epoch, f"prefix_len={prefix}")
+        self.admitted.clear()
+
     def took(self, rid: int, where: str) -> None:
         if self.ledger is not None:
             self.ledger.took(rid, where)

@@ -90,6 +90,8 @@ class TPPhase:
                 s.add(decode_requests(Message(Kind.CHAIN, tensors=[payload[:n_req]])))
             entries = codec.decode(payload[n_req:].reshape(rows, cols)) if rows else []
             batch = self._follow(entries, codec.MODE_NAMES[mode], pass_id, obs) if mode else None
+        # at this pass, not at the PP phase's next schedule step (the rank's event log)
+        s.moves.report_admits(ctx.events.emit, pass_id, 0, ctx.epoch)
         if asked:
             self._floor(asked - 1, pass_id)
         if mode:

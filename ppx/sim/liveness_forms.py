@@ -46,6 +46,7 @@ from ppx.engine.channels import HEADER_LEN, Channels
 from ppx.engine.conservation import Conservation
 from ppx.engine.flip_schedule import FlipSchedule
 from ppx.engine.loop import PassState
+from ppx.engine.proxy_turns import ProxyTurns
 from ppx.engine.scheduler import Tally
 from ppx.engine.transport.sim import _Send
 from ppx.protocol.guard.guard import Guard
@@ -69,6 +70,7 @@ COUNTERS: dict[type, dict[str, str]] = {
     RadixNode: {"stamp": STAMP},
     RadixTree: {"_clock": STAMP},
     Carrier: {"owe": PASS},
+    ProxyTurns: {"turn": PASS},  # the last pass whose launch step the rank reached
 }
 # what only the watchdogs and the telemetry read: left out, not handed back
 WATCHDOG: dict[type, frozenset[str]] = {
