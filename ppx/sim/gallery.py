@@ -28,10 +28,11 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ppx.config import ConfigError
 from ppx.replay import CONF_DIR
+from ppx.sim.gallery_expect import EndProperty, cell_expectations
 from ppx.sim.gallery_ladder import Climb, Rung, Walk, climb, rungs
 
 # the gallery's base keys the explorer sets itself (it always runs the simulator, no logger)
@@ -53,6 +54,7 @@ class Cell:
     arm: str
     overrides: list[str]  # the explorer's: the gallery's base and the cell, its load cut
     study: list[str]  # the study's own overrides of the cell (its load as it runs)
+    expect: list[dict] = field(default_factory=list)  # its per-run expectations (the study's)
 
     def own(self) -> Rung:
         """The cell's load as the study composes it (conf/config.yaml, the gallery's base):
@@ -87,14 +89,15 @@ def gallery_cells(match: str | None, arm: str | None = None) -> list[Cell]:
     study = load_study("incident_gallery")
     base = [o for o in study.base if not o.startswith(SKIP)]
     out = []
-    for cell, label in zip(study.cells, study.labels, strict=True):
+    for i, (cell, label) in enumerate(zip(study.cells, study.labels, strict=True)):
         name = label.get("incident", "?")
         if (match and match not in name) or (arm and label.get("arm") != arm):
             continue
         keep = {k: v for k, v in cell.items() if k not in ("model", "workload.num_requests")}
         out.append(Cell(name, label.get("arm", "?"),
                         [*base, *(f"{k}={v}" for k, v in keep.items())],
-                        [*study.base, *(f"{k}={v}" for k, v in cell.items())]))  # fmt: skip
+                        [*study.base, *(f"{k}={v}" for k, v in cell.items())],
+                        cell_expectations(study, i)))  # fmt: skip
     return out
 
 
@@ -113,9 +116,12 @@ def compose(overrides: list[str]):
     return _compose("explorer", overrides)
 
 
-def walker(cell: Cell, cap: int):
+def walker(cell: Cell, cap: int, own: Rung | None = None, expectation: bool = True):
     """The ladder's `walk(rung, budget, probe)` for one cell: an exhaustive exploration at
-    the rung's bound (a probe: its first schedule alone, no cache)."""
+    the rung's bound (a probe: its first schedule alone, no cache), looking for an end that
+    meets a red's expectation or fails a green's (gallery_expect.py; the checks that count
+    the load only at `own`, the cell's own load). `expectation=False`: for an end that is
+    not served (the property before the expectations were checked)."""
     from ppx.sim.exhaustive_run import search
 
     def walk(rung: Rung, budget_s: float, probe: bool) -> Walk:
@@ -125,7 +131,8 @@ def walker(cell: Cell, cap: int):
             x.append("explore.exhaustive.cache=false")
         cfg = compose([*cell.overrides, *rung.overrides(), *x])
         t = time.perf_counter()
-        d = search(cfg, echo=lambda *_: None).dfs
+        prop = EndProperty.of(cell.expect, cell.arm, rung == own) if expectation else None
+        d = search(cfg, echo=lambda *_: None, end_check=prop).dfs
         traces = d.get("traces") or {}
         # the failure the trace column measures: the shortest (a fair cycle before the
         # pass-count bound's livelock of the same run)
@@ -166,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=30.0)
     ap.add_argument("--match", default=None)
     ap.add_argument("--arm", choices=("red", "green"), default=None)
+    ap.add_argument("--property", choices=("expectation", "verdict"), default="expectation",
+                    help="what an end is checked against: the cell's expectation (a red "
+                    "refuted by an end meeting it, a green by one failing it), or `verdict`: "
+                    "any end not served")  # fmt: skip
     args = ap.parse_args(argv)
     if args.requests < 1 or args.max_new < 1 or args.budget_s <= 0 or args.cap < 1:
         print("ppx.sim.gallery: --requests, --max-new, --cap and --budget-s must be positive",
@@ -175,12 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     start = Rung(args.requests, args.max_new)
     for cell in gallery_cells(args.match, args.arm):
         try:
-            ladder = [start] if args.fixed else rungs(cell.own(), start)
+            own = cell.own()
+            ladder = [start] if args.fixed else rungs(own, start)
             compose([*cell.overrides, *start.overrides()])
         except ConfigError as e:
             print(f"{cell.name[:39]:<40} {cell.arm:<6} config error: {e}", flush=True)
             continue
-        got = climb(cell.arm, ladder, args.budget_s, walker(cell, args.cap))
+        walk = walker(cell, args.cap, own, args.property == "expectation")
+        got = climb(cell.arm, ladder, args.budget_s, walk)
         print(row(cell.name, got), flush=True)
     return 0
 

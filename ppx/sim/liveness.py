@@ -46,6 +46,7 @@ class Pumped:
     left: str = ""  # where the run left the lasso (the lap's task could not run), if it did
     shift: dict[str, list[int]] = field(default_factory=dict)  # family -> its moves per lap
     cycle: list[dict] = field(default_factory=list)  # the lap's states, post-mortem terms
+    row: dict | None = None  # the pumped run's row (its end property's key among it)
 
 
 def progress_of(sched) -> int:
@@ -100,6 +101,7 @@ def pump(runner, lasso: Lasso, abstraction: Abstraction, describe) -> Pumped:
     got = Pumped(False, "", cycle=s.cycle, laps=len(s.marks), left=s.off or "")
     if res is not None:
         got.verdict, got.reason, got.choices = res.verdict, res.row["reason"], res.choices
+        got.row = res.row
     marks = s.marks
     slots = {t["num_slots"] for st in s.cycle[:1] for t in st["tasks"] if "num_slots" in t}
     if s.off is not None and len(marks) < LAPS:
