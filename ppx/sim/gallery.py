@@ -28,7 +28,7 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ppx.config import ConfigError
 from ppx.replay import CONF_DIR
@@ -133,6 +133,12 @@ def walker(cell: Cell, cap: int, own: Rung | None = None, expectation: bool = Tr
         t = time.perf_counter()
         prop = EndProperty.of(cell.expect, cell.arm, rung == own) if expectation else None
         d = search(cfg, echo=lambda *_: None, end_check=prop).dfs
+        if probe and rung == own and d["verdict"] != "refuted":
+            # at the cell's own load the probe also runs the cell's own schedule: the
+            # study's run (its strategy and `explore.seed`) on the walk's model and clock
+            theirs = study_schedule(cfg, prop)
+            if theirs is not None:
+                return replace(theirs, rung=rung, wall_s=time.perf_counter() - t)
         traces = d.get("traces") or {}
         # the failure the trace column measures: the shortest (a fair cycle before the
         # pass-count bound's livelock of the same run)
@@ -141,6 +147,22 @@ def walker(cell: Cell, cap: int, own: Rung | None = None, expectation: bool = Tr
                     time.perf_counter() - t, d["trace_len"], fail, probe)  # fmt: skip
 
     return walk
+
+
+def study_schedule(cfg, prop: EndProperty | None) -> Walk | None:
+    """The cell's own schedule as a probe when it fails (None when it does not): one run of
+    the strategy the study runs a cell with (the config's one-run strategy, `explore.seed`).
+    Its trace is the run's steps (the ladder's walks look for a shorter one)."""
+    from ppx.sim.exhaustive_run import fails
+    from ppx.sim.registry import one_run_strategy
+    from ppx.sim.runner import Runner
+    from ppx.sim.timing import sim_tasks
+
+    res = Runner(cfg, None, prop).run(one_run_strategy(cfg.explore, sim_tasks(cfg)))
+    key = None if res is None else fails(res.row)
+    if key is None:
+        return None
+    return Walk(Rung(0, 0), "refuted", False, None, None, 0.0, res.row["steps"], key, True)
 
 
 HEAD = (f"{'cell':<40} {'arm':<6} {'verdict':<9} {'bound':>6} {'out_at':>6} {'top':>6} "
