@@ -2,7 +2,7 @@
 exhaustive explorations up a ladder of bounds, one row per cell.
 
     python -m ppx.sim.gallery [--budget-s 30] [--cap 20000] [--match TEXT] [--arm red|green]
-        [--requests 2] [--max-new 1] [--fixed]
+        [--requests 2] [--max-new 1] [--fixed] [--property expectation|verdict]
 
 Each cell runs as the gallery composes it (its design switches, faults, flips), on the hash
 model and the idle clock (the cell's own `model` and the gallery's clock are cut), with the
@@ -11,15 +11,21 @@ load cut to each rung's bound: from `--requests`, `--max-new` up to the cell's o
 says how a red and a green climb). `--budget-s` is wall seconds per cell, all rungs
 together; `--cap` runs per walk. `--fixed`: the one bound `--requests`, `--max-new` only.
 
-The row: verdict (`refuted`: some rung's walk, or its first schedule, failed; `verified`:
-every interleaving served at every rung up to the cell's own load; `unknown`: the budget
+Each end is checked against the cell's own expectation in the study (gallery_expect.py):
+a red looks for an end that meets its red expectation (a counter, an event sequence, a
+named stop), a green for an end that fails its green one. `--property verdict`: any end
+not served (what the gallery checked before). At the cell's own load a red's probe also
+runs the cell's own schedule (the study's strategy and `explore.seed`).
+
+The row: verdict (`refuted`: some rung's walk, or its probe, found such an end; `verified`:
+no interleaving at any rung up to the cell's own load did; `unknown`: the budget
 came first), the bound it names (the refuting rung, else the largest verified), the rung
 where the budget ran out, the ladder's top (the cell's own load, or the fixed bound), then the counts of the deciding walk
 (states, transitions, wall, states/s, trace length, whether it was exhausted: an exhausted
 red's trace is the shortest of all, by breadth-first search over the whole graph), the
-ladder's wall and every rung's answers (a red's probe first: `s` served, `f` failed; then
-the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it), and the
-failure of the trace.
+ladder's wall and every rung's answers (a red's probe first, then
+the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it; `s`/`f`: the
+probe found no such end / one), and the failure of the trace.
 """
 
 from __future__ import annotations

@@ -108,3 +108,19 @@ def test_an_event_sequence_red_is_refuted_only_with_the_events_kept():
     # red arm: the same end without its events: the sequence reads nothing, the end fails it
     blind = walk(red, first, replace(prop, needs_events=False))
     assert blind.rows[0]["end"] == seen.rows[0]["end"] and blind.dfs["verdict"] != "refuted"
+
+
+def test_a_red_at_its_own_load_is_probed_with_its_own_schedule_too():
+    red = cell("#802 intermediate-hop receive", "red")
+    own = red.own()
+    prop = EndProperty.of(red.expect, "red", own_load=True)
+    cfg = gallery.compose([*red.overrides, *own.overrides(), *WALK[:3], *PLAIN,
+                           "explore.schedules=1"])  # fmt: skip
+    # red arm: the walk's first schedule serves (the void hits no slot with residents)
+    first = search(cfg, lambda *_: None, None, prop)
+    assert first.dfs["verdict"] != "refuted" and first.rows[0]["verdict"] == "served"
+    # the cell's schedule seed (explore.seed=1) wedges as its expectation says
+    got = gallery.study_schedule(cfg, prop)
+    assert got is not None and got.probe and got.failure.startswith("wedged: rank0")
+    probe = gallery.walker(red, 10, own)(own, 30.0, True)
+    assert probe.verdict == "refuted" and probe.rung == own
