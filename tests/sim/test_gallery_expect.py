@@ -124,3 +124,13 @@ def test_a_red_at_its_own_load_is_probed_with_its_own_schedule_too():
     assert got is not None and got.probe and got.failure.startswith("wedged: rank0")
     probe = gallery.walker(red, 10, own)(own, 30.0, True)
     assert probe.verdict == "refuted" and probe.rung == own
+
+
+def test_a_green_that_stops_by_name_may_serve_clean_below_its_own_load():
+    green = cell("#1153 row authority", "green").expect  # a named STOP at its own load
+    below = EndProperty.of(green, "green", own_load=False)
+    assert below(end()) is None  # what it stops for never came: serving is right
+    assert below(end(verdict="stopped", reason="row_authority refusal: rank1", voids=0)) is None
+    assert below(end(oracle_mismatches=1)) is not None  # red arm: a serve with a bad token
+    # red arm: at its own load the serve is not the named stop its expectation asks for
+    assert EndProperty.of(green, "green", own_load=True)(end()) is not None
