@@ -12,7 +12,7 @@ import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 from typing import Protocol as TypingProtocol
 
 from ppx.core import StopRun
@@ -75,6 +75,10 @@ class RankArgs:
     # child inherits the forkserver's, which is as old as the process's first run; a spawn
     # child inherits the current one by itself)
     env: dict[str, str] | None = None
+    # the simulator's, with run_dir None: a text stream the rank's events go to (the
+    # explorer's runs whose end property reads events; io objects are opaque to the
+    # state fingerprint, so the events never enter a state)
+    event_sink: TextIO | None = None
 
 
 class RankLoop:
@@ -85,7 +89,7 @@ class RankLoop:
         rb = RankBoard(board, a.rank)
         rb.enabled = bool(cfg.watch.blocked_on)
         path = os.path.join(a.run_dir, "ranks", f"rank{a.rank}.events.jsonl") if a.run_dir else None
-        events = EventLog(path, a.rank, a.t0, t.now)
+        events = EventLog(path, a.rank, a.t0, t.now, a.event_sink)
         # nccl: one GPU per rank; gloo with device=cuda: the ranks share a GPU, tensors
         # cross via the host
         device = spec_of(cfg).rank_device(cfg, t)

@@ -34,10 +34,20 @@ from ppx.sim.strategy import ReplayStrategy
 KEYS = ("verdict", "states", "transitions", "states_per_s", "wall_s", "trace_len")
 
 
-def search(cfg, echo=print, log=None) -> Exploration:
+def fails(row: dict) -> str | None:
+    """The failure key of an end the search looks for: the end property's where the runner
+    has one (`property_key`, gallery_expect.py), else any end not served."""
+    if "property_key" in row:
+        return row["property_key"] or None
+    return row["reason_key"] if row["verdict"] != "served" else None
+
+
+def search(cfg, echo=print, log=None, end_check=None) -> Exploration:
+    """The walk to exhaustion (the module docstring); `end_check`: the property each end is
+    checked against (gallery_expect.EndProperty; None: a failing end is one not served)."""
     x = cfg.explore
     t0 = time.perf_counter()
-    runner = Runner(cfg, log)
+    runner = Runner(cfg, log, end_check)
     cache, liveness = bool(x.exhaustive.cache), bool(x.exhaustive.liveness)
     # the exploration's immutable inputs stand in the fingerprint by identity; without the
     # cache no state is fingerprinted (no visited set, no graph: the plain tree of runs)
@@ -59,11 +69,12 @@ def search(cfg, echo=print, log=None) -> Exploration:
             continue
         rows.append({"schedule": len(rows), "strategy": "exhaustive", **res.row})
         walker.record_end(len(rows) - 1)
-        if res.verdict != "served" and fp is None:
+        key = fails(res.row)
+        if key is not None and fp is None:
             runs[len(rows) - 1] = res.choices
-        if res.verdict != "served" and res.key not in found:
-            found[res.key] = (len(rows) - 1, res.choices)
-            echo(f"ppx.explore: schedule {len(rows) - 1} fails: {res.key}")
+        if key is not None and key not in found:
+            found[key] = (len(rows) - 1, res.choices)
+            echo(f"ppx.explore: schedule {len(rows) - 1} fails: {key}")
         if len(rows) % (batch * 40) == 0:
             st = walker.stats
             echo(f"ppx.explore: exhaustive: {len(rows)} schedules, {st.states} states, "
@@ -71,11 +82,11 @@ def search(cfg, echo=print, log=None) -> Exploration:
     ex = Exploration(rows=rows, wall_s=time.perf_counter() - t0)
     traces = {}
     for key, (index, original) in found.items():
-        steps = walker.shortest(rows, lambda r, key=key: r["reason_key"] == key)
+        steps = walker.shortest(rows, lambda r, key=key: fails(r) == key)
         if steps is not None:  # breadth-first over the state graph
             choices, trace_len = choice_points(steps), len(steps)
         else:  # no graph (no cache): the shortest run of the plain tree
-            index = min((r["steps"], r["schedule"]) for r in rows if r["reason_key"] == key)[1]
+            index = min((r["steps"], r["schedule"]) for r in rows if fails(r) == key)[1]
             choices, trace_len = runs[index], rows[index]["steps"]
         again = runner.run(ReplayStrategy(choices))
         row = rows[index]
@@ -85,11 +96,12 @@ def search(cfg, echo=print, log=None) -> Exploration:
         traces[key] = {
             "trace_len": trace_len,
             "choice_points": len(choices),
-            "replayed": again is not None and again.key == key,
+            "replayed": again is not None and fails(again.row) == key,
         }
     cycles = livelocks(runner, walker, ex, traces, echo) if abstraction is not None else []
     ex.wall_s = time.perf_counter() - t0
-    ex.dfs = counts(walker, rows, traces, ex.wall_s) | {"livelock": cycles}
+    cycle_fails = end_check is None or end_check.cycle_fails
+    ex.dfs = counts(walker, rows, traces, ex.wall_s, cycle_fails) | {"livelock": cycles}
     return ex
 
 
@@ -111,7 +123,9 @@ def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces:
             "laps": got.laps,
             "left": got.left,
         }
-        if got.confirmed:
+        # with an end property, a confirmed cycle fails where its pumped run's end does
+        row = got.row or {}
+        if got.confirmed and ("property_key" not in row or row["property_key"]):
             reason = (
                 f"fair cycle: a lap of {len(lasso.lap)} steps entered after "
                 f"{len(lasso.prefix)} steps, no token committed, no request left"
@@ -132,10 +146,13 @@ def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces:
     return out
 
 
-def counts(walker: ExhaustiveWalker, rows: list[dict], traces: dict, wall_s: float) -> dict:
-    """What the walk did (the exploration's dfs.json, and the summary's keys)."""
+def counts(
+    walker: ExhaustiveWalker, rows: list[dict], traces: dict, wall_s: float, cycle_fails=True
+) -> dict:
+    """What the walk did (the exploration's dfs.json, and the summary's keys); a cycle on a
+    run's own path fails the walk where `cycle_fails` (always, without an end property)."""
     st = walker.stats
-    failed = any(r["verdict"] != "served" for r in rows) or bool(st.cycles) or bool(traces)
+    failed = any(fails(r) for r in rows) or (cycle_fails and bool(st.cycles)) or bool(traces)
     verdict = "refuted" if failed else "verified" if walker.exhausted else "unknown"
     lens = [t["trace_len"] for t in traces.values() if t["trace_len"] is not None]
     return {

@@ -85,7 +85,7 @@ class Fingerprint:
                             "written by value (wrap it in a subclass)")  # fmt: skip
         # every object reachable from an opaque input is opaque too (a rank's view of the
         # typed config is a part of it): found once here, by identity ever after
-        self._keep = _reachable(opaque)  # alive while this lives: their ids stay theirs
+        self._keep = reachable(opaque)  # alive while this lives: their ids stay theirs
         # each written as its place in that walk, not its address: two explorations of one
         # scenario in one process (a reduced and a plain walk) then give one state one digest
         self.opaque: dict[int, int] = {id(o): i for i, o in enumerate(self._keep)}
@@ -132,7 +132,7 @@ class Fingerprint:
         return roots, dead
 
 
-def _reachable(roots: tuple) -> list:
+def reachable(roots: tuple) -> list:
     """Every container and instance reachable from `roots` through dicts, sequences, sets
     and instance attributes (not through classes, modules or functions)."""
     scalars = (int, float, str, bytes, bool, type(None), complex)

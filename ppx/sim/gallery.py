@@ -2,7 +2,7 @@
 exhaustive explorations up a ladder of bounds, one row per cell.
 
     python -m ppx.sim.gallery [--budget-s 30] [--cap 20000] [--match TEXT] [--arm red|green]
-        [--requests 2] [--max-new 1] [--fixed]
+        [--requests 2] [--max-new 1] [--fixed] [--property expectation|verdict]
 
 Each cell runs as the gallery composes it (its design switches, faults, flips), on the hash
 model and the idle clock (the cell's own `model` and the gallery's clock are cut), with the
@@ -11,15 +11,21 @@ load cut to each rung's bound: from `--requests`, `--max-new` up to the cell's o
 says how a red and a green climb). `--budget-s` is wall seconds per cell, all rungs
 together; `--cap` runs per walk. `--fixed`: the one bound `--requests`, `--max-new` only.
 
-The row: verdict (`refuted`: some rung's walk, or its first schedule, failed; `verified`:
-every interleaving served at every rung up to the cell's own load; `unknown`: the budget
+Each end is checked against the cell's own expectation in the study (gallery_expect.py):
+a red looks for an end that meets its red expectation (a counter, an event sequence, a
+named stop), a green for an end that fails its green one. `--property verdict`: any end
+not served (what the gallery checked before). At the cell's own load a red's probe also
+runs the cell's own schedule (the study's strategy and `explore.seed`).
+
+The row: verdict (`refuted`: some rung's walk, or its probe, found such an end; `verified`:
+no interleaving at any rung up to the cell's own load did; `unknown`: the budget
 came first), the bound it names (the refuting rung, else the largest verified), the rung
 where the budget ran out, the ladder's top (the cell's own load, or the fixed bound), then the counts of the deciding walk
 (states, transitions, wall, states/s, trace length, whether it was exhausted: an exhausted
 red's trace is the shortest of all, by breadth-first search over the whole graph), the
-ladder's wall and every rung's answers (a red's probe first: `s` served, `f` failed; then
-the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it), and the
-failure of the trace.
+ladder's wall and every rung's answers (a red's probe first, then
+the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it; `s`/`f`: the
+probe found no such end / one), and the failure of the trace.
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ppx.config import ConfigError
 from ppx.replay import CONF_DIR
+from ppx.sim.gallery_expect import EndProperty, cell_expectations
 from ppx.sim.gallery_ladder import Climb, Rung, Walk, climb, rungs
 
 # the gallery's base keys the explorer sets itself (it always runs the simulator, no logger)
@@ -53,6 +60,7 @@ class Cell:
     arm: str
     overrides: list[str]  # the explorer's: the gallery's base and the cell, its load cut
     study: list[str]  # the study's own overrides of the cell (its load as it runs)
+    expect: list[dict] = field(default_factory=list)  # its per-run expectations (the study's)
 
     def own(self) -> Rung:
         """The cell's load as the study composes it (conf/config.yaml, the gallery's base):
@@ -87,14 +95,15 @@ def gallery_cells(match: str | None, arm: str | None = None) -> list[Cell]:
     study = load_study("incident_gallery")
     base = [o for o in study.base if not o.startswith(SKIP)]
     out = []
-    for cell, label in zip(study.cells, study.labels, strict=True):
+    for i, (cell, label) in enumerate(zip(study.cells, study.labels, strict=True)):
         name = label.get("incident", "?")
         if (match and match not in name) or (arm and label.get("arm") != arm):
             continue
         keep = {k: v for k, v in cell.items() if k not in ("model", "workload.num_requests")}
         out.append(Cell(name, label.get("arm", "?"),
                         [*base, *(f"{k}={v}" for k, v in keep.items())],
-                        [*study.base, *(f"{k}={v}" for k, v in cell.items())]))  # fmt: skip
+                        [*study.base, *(f"{k}={v}" for k, v in cell.items())],
+                        cell_expectations(study, i)))  # fmt: skip
     return out
 
 
@@ -113,9 +122,12 @@ def compose(overrides: list[str]):
     return _compose("explorer", overrides)
 
 
-def walker(cell: Cell, cap: int):
+def walker(cell: Cell, cap: int, own: Rung | None = None, expectation: bool = True):
     """The ladder's `walk(rung, budget, probe)` for one cell: an exhaustive exploration at
-    the rung's bound (a probe: its first schedule alone, no cache)."""
+    the rung's bound (a probe: its first schedule alone, no cache), looking for an end that
+    meets a red's expectation or fails a green's (gallery_expect.py; the checks that count
+    the load only at `own`, the cell's own load). `expectation=False`: for an end that is
+    not served (the property before the expectations were checked)."""
     from ppx.sim.exhaustive_run import search
 
     def walk(rung: Rung, budget_s: float, probe: bool) -> Walk:
@@ -125,7 +137,14 @@ def walker(cell: Cell, cap: int):
             x.append("explore.exhaustive.cache=false")
         cfg = compose([*cell.overrides, *rung.overrides(), *x])
         t = time.perf_counter()
-        d = search(cfg, echo=lambda *_: None).dfs
+        prop = EndProperty.of(cell.expect, cell.arm, rung == own) if expectation else None
+        d = search(cfg, echo=lambda *_: None, end_check=prop).dfs
+        if probe and rung == own and d["verdict"] != "refuted":
+            # at the cell's own load the probe also runs the cell's own schedule: the
+            # study's run (its strategy and `explore.seed`) on the walk's model and clock
+            theirs = study_schedule(cfg, prop)
+            if theirs is not None:
+                return replace(theirs, rung=rung, wall_s=time.perf_counter() - t)
         traces = d.get("traces") or {}
         # the failure the trace column measures: the shortest (a fair cycle before the
         # pass-count bound's livelock of the same run)
@@ -134,6 +153,22 @@ def walker(cell: Cell, cap: int):
                     time.perf_counter() - t, d["trace_len"], fail, probe)  # fmt: skip
 
     return walk
+
+
+def study_schedule(cfg, prop: EndProperty | None) -> Walk | None:
+    """The cell's own schedule as a probe when it fails (None when it does not): one run of
+    the strategy the study runs a cell with (the config's one-run strategy, `explore.seed`).
+    Its trace is the run's steps (the ladder's walks look for a shorter one)."""
+    from ppx.sim.exhaustive_run import fails
+    from ppx.sim.registry import one_run_strategy
+    from ppx.sim.runner import Runner
+    from ppx.sim.timing import sim_tasks
+
+    res = Runner(cfg, None, prop).run(one_run_strategy(cfg.explore, sim_tasks(cfg)))
+    key = None if res is None else fails(res.row)
+    if key is None:
+        return None
+    return Walk(Rung(0, 0), "refuted", False, None, None, 0.0, res.row["steps"], key, True)
 
 
 HEAD = (f"{'cell':<40} {'arm':<6} {'verdict':<9} {'bound':>6} {'out_at':>6} {'top':>6} "
@@ -166,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=30.0)
     ap.add_argument("--match", default=None)
     ap.add_argument("--arm", choices=("red", "green"), default=None)
+    ap.add_argument("--property", choices=("expectation", "verdict"), default="expectation",
+                    help="what an end is checked against: the cell's expectation (a red "
+                    "refuted by an end meeting it, a green by one failing it), or `verdict`: "
+                    "any end not served")  # fmt: skip
     args = ap.parse_args(argv)
     if args.requests < 1 or args.max_new < 1 or args.budget_s <= 0 or args.cap < 1:
         print("ppx.sim.gallery: --requests, --max-new, --cap and --budget-s must be positive",
@@ -175,12 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     start = Rung(args.requests, args.max_new)
     for cell in gallery_cells(args.match, args.arm):
         try:
-            ladder = [start] if args.fixed else rungs(cell.own(), start)
+            own = cell.own()
+            ladder = [start] if args.fixed else rungs(own, start)
             compose([*cell.overrides, *start.overrides()])
         except ConfigError as e:
             print(f"{cell.name[:39]:<40} {cell.arm:<6} config error: {e}", flush=True)
             continue
-        got = climb(cell.arm, ladder, args.budget_s, walker(cell, args.cap))
+        walk = walker(cell, args.cap, own, args.property == "expectation")
+        got = climb(cell.arm, ladder, args.budget_s, walk)
         print(row(cell.name, got), flush=True)
     return 0
 

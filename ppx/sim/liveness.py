@@ -18,12 +18,23 @@ committed and requests gone so far), and per step the edge to the next state. He
    The pumped run's choices are the failure's schedule (replayable as every failure is).
    Where the run leaves the lasso (its lap's task cannot run: the engine's bound stopping a
    rank mid-lap does that), the lowest runnable task goes on, and `Pumped.left` says where.
+
+Time is fair too. On the idle clock (`explore.clock=idle`) virtual time moves only when no
+task can run, so a lap in which some task can always run never lets it move. Where an
+effect waits on the clock through the whole lap (a host-tier load that lands `prefetch_ms`
+after it started: a `ClockArrival` not landed), such a lap is Zeno: it runs forever in no
+time. On any clock that moves with the work (real time, the step clock) the effect lands
+after finitely many laps and the run leaves the lap, so it is no livelock and is not
+confirmed (`clock_waits` reads the pending effects at every lap boundary).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ppx.engine.transport.base import ClockArrival
+from ppx.sim.fingerprint import reachable
+from ppx.sim.fingerprint_forms import locals_of, stack_of
 from ppx.sim.liveness_forms import ADMIT, PASS, STAMP, Abstraction, Counter
 from ppx.sim.liveness_graph import Lasso
 from ppx.sim.strategy import Strategy
@@ -46,6 +57,7 @@ class Pumped:
     left: str = ""  # where the run left the lasso (the lap's task could not run), if it did
     shift: dict[str, list[int]] = field(default_factory=dict)  # family -> its moves per lap
     cycle: list[dict] = field(default_factory=list)  # the lap's states, post-mortem terms
+    row: dict | None = None  # the pumped run's row (its end property's key among it)
 
 
 def progress_of(sched) -> int:
@@ -56,6 +68,15 @@ def progress_of(sched) -> int:
         return 0
     left = sum(r.outcome is not None for r in sup.driver.records.values())
     return len(sup.out_q.history) + left
+
+
+def clock_waits(sched) -> list[float]:
+    """When the effects pending on the virtual clock land (each `ClockArrival` reachable
+    from a task's stack that has not landed), earliest first."""
+    frames = [fr for t in sched.tasks if not t.done and t.glet is not None
+              for fr in stack_of(t.glet.gr_frame)]  # fmt: skip
+    found = reachable(tuple(locals_of(fr) for fr in frames))
+    return sorted(o.at for o in found if isinstance(o, ClockArrival) and o.at > sched.now)
 
 
 class PumpStrategy(Strategy):
@@ -69,6 +90,8 @@ class PumpStrategy(Strategy):
         self.ab, self.describe = abstraction, describe
         self.k = 0
         self.marks: list[tuple[bytes, tuple[Counter, ...], int]] = []  # digest, counters, progress
+        # per boundary on the idle clock: the time, and the first effect pending on it
+        self.clock: list[tuple[float, float | None]] = []
         self.cycle: list[dict] = []
         self.off: str | None = None  # the step where the lasso could not be followed
 
@@ -82,6 +105,9 @@ class PumpStrategy(Strategy):
         if i % len(self.lap) == 0:
             d, counters = self.ab.of(sched)
             self.marks.append((d, counters, progress_of(sched)))
+            if sched.idle_clock:
+                waits = clock_waits(sched)
+                self.clock.append((sched.now, waits[0] if waits else None))
         if len(self.marks) == 1:  # the first lap: its states, in the post-mortem's terms
             self.cycle.append(self.describe(sched))
         return self._take(self.lap[i % len(self.lap)], ready, k)
@@ -100,6 +126,7 @@ def pump(runner, lasso: Lasso, abstraction: Abstraction, describe) -> Pumped:
     got = Pumped(False, "", cycle=s.cycle, laps=len(s.marks), left=s.off or "")
     if res is not None:
         got.verdict, got.reason, got.choices = res.verdict, res.row["reason"], res.choices
+        got.row = res.row
     marks = s.marks
     slots = {t["num_slots"] for st in s.cycle[:1] for t in st["tasks"] if "num_slots" in t}
     if s.off is not None and len(marks) < LAPS:
@@ -114,10 +141,23 @@ def pump(runner, lasso: Lasso, abstraction: Abstraction, describe) -> Pumped:
         got.why = "the counters changed shape"
     elif not lasso.fair:
         got.why = "the lap starves a task that is runnable throughout (not weakly fair)"
+    elif (zeno := _zeno(s.clock)) is not None:
+        got.why = zeno
     else:
         got.shift, why = lap_shift([c for _, c, _ in marks], slots)
         got.confirmed, got.why = why is None, why or ""
     return got
+
+
+def _zeno(clock: list[tuple[float, float | None]]) -> str | None:
+    """Why the laps are Zeno (the module docstring), or None: the idle clock did not move
+    across them while an effect waited on it at every boundary."""
+    if not clock or len({now for now, _ in clock}) > 1 or any(w is None for _, w in clock):
+        return None
+    now, first = clock[0]
+    return (f"Zeno: the idle clock stays at {now:.3f} s through every lap while an effect "
+            f"waits on it (lands at {first:.3f} s); a clock that moves with the work lands "
+            "it, and the run leaves the lap")  # fmt: skip
 
 
 def lap_shift(laps: list[tuple[Counter, ...]], slots: set[int]) -> tuple[dict, str | None]:

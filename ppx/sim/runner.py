@@ -22,6 +22,7 @@ from ppx.oracle import Mismatch, Oracle, sample_rids
 from ppx.sim.coverage import counters_of
 from ppx.sim.ends import END_COLUMNS, end_record
 from ppx.sim.world import SimSupervisor
+from ppx.telemetry import summary
 
 CHECKED_MAX = 4096  # (prompt, tokens) pairs the oracle memo keeps before it starts over
 
@@ -90,8 +91,11 @@ class SharedModels(dict):
 
 
 class Runner:
-    def __init__(self, cfg, log: io.TextIOBase | None = None) -> None:
+    def __init__(self, cfg, log: io.TextIOBase | None = None, end_check=None) -> None:
         self.cfg = cfg
+        # an end property (gallery_expect.EndProperty): each row's `property_key` is the key
+        # of an end it fails ("" for one it does not); None: a failing end is one not served
+        self.end_check = end_check
         self.typed = OmegaConf.to_object(cfg)
         self.models: dict = SharedModels()
         # immutable (request i is a pure function of the config, the seed and i): one for
@@ -112,7 +116,10 @@ class Runner:
 
     def run(self, strategy) -> Result | None:
         """The run's row, or None when the strategy cut it (the dfs reduction)."""
-        sup = SimSupervisor(self.cfg, None, strategy, self.typed, self.models, self.workload)
+        events = self.end_check is not None and self.end_check.needs_events
+        sup = SimSupervisor(
+            self.cfg, None, strategy, self.typed, self.models, self.workload, events
+        )
         # the ranks' warnings go to the exploration's log, not to the screen
         with contextlib.redirect_stderr(self.log):
             out = sup.run()
@@ -132,8 +139,17 @@ class Runner:
             "steps": out["sim"]["steps"],
             "virtual_s": out["sim"]["virtual_s"],
         } | end_record(sup.driver, sup.out_q.history, failure_key(verdict, reason, cycle))
+        if self.end_check is not None:
+            row["property_key"] = self.end_check(self.end_row(sup, out | row, bad)) or ""
         s = sup.sched
         return Result(row, list(s.choices), counters_of(sup.tally.reports))
+
+    def end_row(self, sup: SimSupervisor, outcome: dict, mismatches: list) -> dict:
+        """The end as a study's row of a run has it (summary.build's columns), with the
+        events where the end property reads them."""
+        s = summary.build(self.typed, None, "", outcome, sup.driver, sup.tally.reports,
+                          mismatches, 0.0)  # fmt: skip
+        return s | {"events": sup.events() if self.end_check.needs_events else None}
 
     def check(self, driver) -> tuple[int, list]:
         """Every served request's tokens against the reference (oracle.sample of them)."""

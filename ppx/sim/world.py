@@ -8,6 +8,8 @@ store, post-mortem and W&B run, with `transport: sim` in the choices.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import queue
 import time
@@ -131,8 +133,12 @@ class SimSupervisor:
         typed=None,
         models: dict | None = None,
         workload: Workload | None = None,
+        events: bool = False,
     ) -> None:
         self.cfg, self.run_dir = cfg, run_dir
+        # `events` without a run_dir: each rank's event lines kept in memory (`events()`),
+        # for an explorer whose end property reads them (ppx/sim/gallery_expect.py)
+        self.sinks = {r: io.StringIO() for r in range(int(cfg.pp))} if events else {}
         # what the explorer builds once for all its schedules: the typed config, the models,
         # the workload (request i is a pure function of the config, the seed and i). The
         # settings below are read from the typed config: an omegaconf read costs ~100 times
@@ -231,6 +237,7 @@ class SimSupervisor:
                 self.in_q if r == 0 else None,
                 self.out_q if r == 0 else None,
                 self.models,
+                event_sink=self.sinks.get(r),
             )
             self.sched.spawn(f"rank{r}", lambda a=a: self._rank(a))
         front = self.sched.spawn("frontend", self._frontend)
@@ -255,6 +262,12 @@ class SimSupervisor:
                 "wall_s": round(time.time() - wall0, 3),
             },
         }
+
+    def events(self) -> list[dict]:
+        """The ranks' events of a run made with `events=True`, by time (as run.py collects
+        them from the rank files)."""
+        rows = [json.loads(ln) for s in self.sinks.values() for ln in s.getvalue().splitlines()]
+        return sorted(rows, key=lambda e: e["t_s"])
 
     def _verdict(self, end: str, front) -> tuple[str, str]:
         s = self.sched

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ppx.analysis.load import load_events, override_value
+from ppx.analysis.load import EVENT_COLUMNS, load_events, override_value
 from ppx.analysis.postmortem import cycle_ranks, cycle_words, load_postmortem
 from ppx.study.spec import norm_key, value_text
 
@@ -123,13 +123,22 @@ def fmt_spec(spec: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in spec.items() if k != "seq")
 
 
+def events_of(row: pd.Series) -> pd.DataFrame:
+    """One run's events: its `events` (a list of event rows, where the run kept them in
+    memory: an explorer's end, ppx/sim/gallery_expect.py), else its events.parquet."""
+    kept = row.get("events")
+    if isinstance(kept, list):
+        return pd.DataFrame(kept, columns=EVENT_COLUMNS)
+    run_dir = row.get("run_dir")
+    return load_events(str(run_dir)) if isinstance(run_dir, str) else pd.DataFrame()
+
+
 def event_sequence(row: pd.Series, spec: dict[str, Any]) -> list[Any]:
     """What an `event_sequence` spec reads off one run's events.parquet, in order: events of
     `kind` (optionally only rank `rank`, rid `rid`), the first group of `field` (a regex) in
     each event's detail, as ints where they are numbers. E.g. rank 0's told for rid 1, from its
     `admit` events: {kind: admit, rank: 0, rid: 1, field: "prefix_len=(-?\\d+)", seq: [120, 64, 50]}."""
-    run_dir = row.get("run_dir")
-    ev = load_events(str(run_dir)) if isinstance(run_dir, str) else pd.DataFrame()
+    ev = events_of(row)
     if ev.empty:
         return []
     ev = ev[ev["kind"] == spec["kind"]]

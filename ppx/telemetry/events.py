@@ -6,16 +6,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 
 class EventLog:
     """`clock` is the rank's (the simulator's virtual time makes `t_s` replay exactly);
-    `path=None` keeps no file (the explorer's runs only count)."""
+    `path=None` keeps no file (the explorer's runs only count), unless `sink` (an open text
+    stream the caller owns and reads after the run: the explorer's runs whose end property
+    reads events, ppx/sim/gallery_expect.py) takes the lines instead."""
 
     def __init__(
-        self, path: str | None, rank: int, t0: float, clock: Callable[[], float] = time.time
+        self,
+        path: str | None,
+        rank: int,
+        t0: float,
+        clock: Callable[[], float] = time.time,
+        sink: TextIO | None = None,
     ) -> None:
-        self.f = open(path, "w", buffering=1) if path else None
+        self.owned = bool(path)  # a sink is the caller's: closing the log leaves it readable
+        self.f = open(path, "w", buffering=1) if path else sink
         self.rank, self.t0, self.clock = rank, t0, clock
         self.counts: dict[str, int] = {}
 
@@ -43,7 +52,7 @@ class EventLog:
             self.f.write(json.dumps(row) + "\n")
 
     def close(self) -> None:
-        if self.f is not None:
+        if self.f is not None and self.owned:
             self.f.close()
 
 

@@ -95,7 +95,9 @@ def test_a_green_climbs_while_verified_and_names_where_the_budget_ran_out():
 
 def test_a_red_verified_at_the_smallest_bound_is_refuted_up_the_ladder():
     red, green = (next(c for c in gallery.gallery_cells(LATE_HOP, arm)) for arm in ("red", "green"))
-    up = climb("red", [SMALL, NEXT], 30.0, gallery.walker(red, 20000))
+    # the verdict property (any end not served): the cell's expectation names rid 0 at pass
+    # 3, which only its own load reaches (tests/sim/test_gallery_expect.py)
+    up = climb("red", [SMALL, NEXT], 30.0, gallery.walker(red, 20000, expectation=False))
     assert up.ladder == "2x1:sV 3x2:fR"
     assert up.verdict == "refuted" and up.refuted.rung == NEXT and up.refuted.exhausted
     assert up.refuted.failure.startswith("stopped: decision names rid")
