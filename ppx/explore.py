@@ -46,7 +46,8 @@ def main(cfg: DictConfig) -> None:
     overrides = list(hc.overrides.task)
     t_start = time.time()
     if int(cfg.explore.scenarios) > 0:  # the explorer draws its own scenarios (scenarios.py)
-        _scenarios(cfg, out_dir, overrides, hc.job.config_name)
+        cfg, added = _design(cfg, overrides, hc.job.config_name)
+        _scenarios(cfg, out_dir, [*overrides, *added], hc.job.config_name, added)
         return
     ex = explore(cfg, out_dir, overrides, config_name=hc.job.config_name)
     s = summary_of(ex, cfg, hc.runtime.choices.get("exp"))
@@ -73,11 +74,40 @@ def main(cfg: DictConfig) -> None:
     print(line + f"\nppx.explore: table {os.path.join(out_dir, 'explore.parquet')}", flush=True)
 
 
-def _scenarios(cfg, out_dir: str, overrides: list[str], config_name: str) -> None:
+def _design(cfg, overrides: list[str], config_name: str) -> tuple[DictConfig, list[str]]:
+    """The config a scenario exploration searches, and the design overrides it added: where
+    the researcher named no design, `explore.design` (ppx/sim/scenario_design.py)."""
+    from hydra import compose
+
+    from ppx.sim.scenario_design import default_design
+
+    added = default_design(cfg, overrides, compose(config_name=config_name))
+    if not added:
+        return cfg, []
+    # composed again by Hydra: a design is a choice of config groups, not a dotlist merge
+    again = compose(config_name=config_name, overrides=[*overrides, *added])
+    with open_dict(again):
+        again.engine.transport = SIM
+    try:
+        again = validate(again)
+    except ConfigError as e:
+        print(f"ppx: config error: {e} (with explore.design {' '.join(added)})", file=sys.stderr)
+        sys.exit(2)
+    print(
+        f"ppx.explore: no design named: exploring explore.design ({' '.join(added)}); "
+        "name engine/admission (e.g. engine/admission=rank_local) or set explore.design=[] "
+        "to explore the run's default",
+        flush=True,
+    )
+    return again, added
+
+
+def _scenarios(cfg, out_dir: str, overrides: list[str], config_name: str, added: list[str]) -> None:
     from ppx.sim.report import write_summary
     from ppx.sim.scenarios import explore_scenarios
 
     s = explore_scenarios(cfg, out_dir, overrides, print, config_name)
+    s["design_default"] = added
     write_summary(os.path.join(out_dir, "summary.json"), s)
     print(f"ppx.explore: {s['reason']} in {s['wall_s']}s", flush=True)
     print("\n".join(coverage_lines(s)), flush=True)

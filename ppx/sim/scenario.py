@@ -4,7 +4,8 @@ The design under test (admission, ordering, guard, every protocol switch, pp, th
 the composed config; a scenario draws what a researcher would otherwise pick by hand to reach
 a corner of it: a small workload, pool pressure (`engine.kv.pool_tokens` on every rank, and
 one rank's `faults.pool.rank`/`.tokens`), a host
-tier whose load-back on one rank is slow, a rank-local retraction (`faults.retract.rid`, where
+tier whose load-back on one rank is slow, one rank's cached prefixes dropped after a pass
+(`faults.cache_drop`), a rank-local retraction (`faults.retract.rid`, where
 the design carries rank 0's decision), a delayed channel, flips (how often, how many, what
 happens to the slots in flight, whether a continuation survives the cutover, whether a flip
 starts mid-prefill and where continuations live: the last three only where the design leaves
@@ -54,6 +55,7 @@ DELAY_S = (0.005, 0.02, 0.05)
 CHUNKS = (64, 8, 16, 32)
 BATCH_SLOTS = (16, 1, 2, 4)
 PREFIX_LEN = (16, 0, 8, 24, 40)
+CACHE_DROP_PASS = (4, 1, 8, 16)  # after which pass a rank drops its unheld cached prefixes
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,18 @@ class Faults:
     delay_rank: int = 0
     delay_s: float = 0.0
     timing: str = FAULT_TIMINGS.names[0]  # fixed; choice: the scheduler's (ppx/sim/timing.py)
+    # a rank evicts every cached prefix no request holds after a pass (the #963 shape: its
+    # next match is shorter than rank 0's offer); under `choice`, at that pass or later
+    cache_drop_rank: int = -1
+    cache_drop_pass: int = 0
 
     def overrides(self) -> list[str]:
         o = [f"faults.timing={self.timing}"] if FAULT_TIMINGS.get(self.timing) else []
+        if self.cache_drop_rank >= 0:
+            o += [
+                f"faults.cache_drop.rank={self.cache_drop_rank}",
+                f"faults.cache_drop.after_pass={self.cache_drop_pass}",
+            ]
         if self.retract_rid >= 0:  # redelivered: the row probe's hedge meets the late hop
             o += [f"faults.retract.rid={self.retract_rid}", "faults.retract.redeliver=true"]
         if self.delay_kind is not None:
@@ -271,10 +282,15 @@ def _draw(data, w: Draw) -> Scenario:
             "delay_rank": d(st.integers(0, pp - 1)),
             "delay_s": d(st.sampled_from(DELAY_S)),
         }
-    # a scenario with a timed effect (a host-tier load, a delayed send, a flip's pass count)
-    # may leave its landing to the scheduler, so the race with the ranks is searched
-    # (fixed first: where a shrink goes)
-    if "host_rank" in pressure or "delay_kind" in faults or flips:
+    if d(st.booleans(), label="cache drop"):
+        faults |= {
+            "cache_drop_rank": d(st.integers(0, pp - 1)),
+            "cache_drop_pass": d(st.sampled_from(CACHE_DROP_PASS)),
+        }
+    # a scenario with a timed effect (a host-tier load, a delayed send, a flip's or a cache
+    # drop's pass count) may leave its landing to the scheduler, so the race with the ranks
+    # is searched (fixed first: where a shrink goes)
+    if "host_rank" in pressure or "delay_kind" in faults or flips or "cache_drop_rank" in faults:
         faults["timing"] = d(st.sampled_from(FAULT_TIMINGS.names), label="faults.timing")
     return Scenario(load, batching, Pressure(**pressure), Faults(**faults), Flips(**flips))
 

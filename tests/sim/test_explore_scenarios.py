@@ -24,7 +24,7 @@ DECISION = [
 EVERYTHING = Scenario(
     Load(num_requests=3, prefix_len=24), Batching(chunk_size=8, max_batch=2),
     Pressure(pool_rank=1, pool_tokens=64, host_rank=1, prefetch_ms=50.0),
-    Faults(delay_kind="output", delay_rank=2, delay_s=0.02),
+    Faults(delay_kind="output", delay_rank=2, delay_s=0.02, cache_drop_rank=1, cache_drop_pass=4),
     Flips(every=4, max_flips=2, inflight="void"),
 )  # fmt: skip
 
@@ -40,6 +40,7 @@ def test_a_scenario_composes_to_the_config_its_replay_command_composes():
     hydra = explorer_cfg(*DECISION, *EVERYTHING.overrides(3))
     assert config_hash(mine) == config_hash(hydra)
     assert mine.flip.enabled and mine.engine.kv.prefetch_ms == [0.0, 50.0, 0.0]
+    assert (mine.faults.cache_drop.rank, mine.faults.cache_drop.after_pass) == (1, 4)
     # red arm: a scenario that differs in one field is another config
     other = replace(EVERYTHING, faults=replace(EVERYTHING.faults, delay_s=0.05))
     assert config_hash(compose(base, other)) != config_hash(mine)
@@ -205,3 +206,25 @@ def test_a_corner_is_drawn_whole_only_where_the_design_has_its_mechanism():
 
     draw()
     assert shapes == {MID_PREFILL, SHORT_POOL}
+
+
+def test_a_cache_drop_is_drawn_on_a_rank_of_the_world_or_not_at_all():
+    from hypothesis import HealthCheck, given, settings
+
+    from ppx.sim.scenario import scenarios
+
+    seen: set[tuple[int, int, str]] = set()
+
+    @settings(
+        max_examples=60, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    @given(scenarios(explorer_cfg(*DECISION), DECISION))
+    def draw(sc: Scenario) -> None:
+        f = sc.faults
+        seen.add((f.cache_drop_rank, f.cache_drop_pass, f.timing))
+
+    draw()
+    ranks = {r for r, _, _ in seen}
+    assert -1 in ranks and ranks - {-1} <= {0, 1, 2} and len(ranks) >= 3
+    # a drop's pass count is a timed effect: its landing is the scheduler's in some scenarios
+    assert any(r >= 0 and t == "choice" for r, _, t in seen)

@@ -1,5 +1,5 @@
 """The scenario generator draws `faults.timing` (fixed | choice) where a scenario has a timed
-effect (a host-tier load, a delayed send, a flip's pass count), and a drawn choice is an
+effect (a host-tier load, a delayed send, a flip's or a cache drop's pass count), and a drawn choice is an
 override its replay carries: the same config, the same run from the recorded choices."""
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ DESIGN = ["pp=2", "engine/admission=decision", "engine/ordering=decision_first"]
 
 
 def _timed(sc: Scenario) -> bool:
-    return sc.pressure.host_rank >= 0 or sc.faults.delay_kind is not None or sc.flips.every > 0
+    f = sc.faults
+    return (
+        sc.pressure.host_rank >= 0
+        or f.delay_kind is not None
+        or sc.flips.every > 0
+        or f.cache_drop_rank >= 0
+    )
 
 
 def test_timing_is_drawn_only_where_a_timed_effect_is_on():
