@@ -42,6 +42,7 @@ class BenchCfg:
     burstiness: float = 1.0  # gamma inter-arrivals (vLLM's rule); 1 = Poisson
     max_concurrency: int = 0  # > 0: at most this many in flight, whatever the arrivals
     prompts_per_group: int = 0  # generated_shared_prefix: requests per shared system prompt
+    repeat_count: int = 1  # each prompt served this many times in a row (vLLM's --repeat-count)
 
 
 @dataclass

@@ -177,7 +177,7 @@ ZOO: tuple[Mutant, ...] = (
         "        usable = tokens[: max(len(tokens) - 1, 0)]\n        slots, _ = self.tree.match(usable)",
         "        usable = tokens\n        slots, _ = self.tree.match(usable)",
         "a match may cover the whole prompt, leaving no token to compute",
-        ("tests/test_cache.py", "tests/test_host_tier.py"),
+        ("tests/test_cache.py", "tests/test_host_tier.py", "tests/sim/test_served_checks.py"),
     ),
     # -- channels and the ring ---------------------------------------------------------------
     Z(

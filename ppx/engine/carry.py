@@ -28,6 +28,15 @@ def held_block(cache: KVCache, req: Req) -> torch.Tensor:
     return torch.stack([torch.stack([k[idx], v[idx]]) for k, v in zip(cache.k, cache.v)]).cpu()
 
 
+def carried_prefix(new: KVCache, req: Req) -> int:
+    """What the new layout's tree already holds of `req`'s computed tokens: a prefix an
+    earlier carried request committed (a shared system prompt, a repeated prompt). Reused as
+    a prefill would reuse it; copied once per request, two continuations that shared it in
+    the old layout's pool need more than that pool in the new one (`KV pool exhausted` on
+    a follower whose pool is cut, found by the scenario generator with a repeated prompt)."""
+    return len(new.tree.match(req.tokens[: req.computed])[0])
+
+
 def carry(ctx: RankContext, old: KVCache, reqs: list[Req], target: str, pass_id: int) -> None:
     """Give each of `reqs` (resident mid-prefill in `old`) a row of the current plan's cache
     holding the KV it computed, laid out for `target`."""
@@ -48,9 +57,10 @@ def carry(ctx: RankContext, old: KVCache, reqs: list[Req], target: str, pass_id:
             # the same content in every layer) keeps it whole; a real model its slice
             part = full if full.shape[0] == n else full[rank * n : (rank + 1) * n]
         n = req.computed
-        new.admit(req, 0, req.seq_len + req.remaining_new)
-        locs = torch.tensor(new.extend(req, n), dtype=torch.long, device=new.k[0].device)
-        part = part.to(new.k[0].device, new.k[0].dtype)
+        have = carried_prefix(new, req)
+        new.admit(req, have, req.seq_len - have + req.remaining_new)
+        locs = torch.tensor(new.extend(req, n - have), dtype=torch.long, device=new.k[0].device)
+        part = part[:, :, have:].to(new.k[0].device, new.k[0].dtype)
         for layer, (k, v) in enumerate(zip(new.k, new.v)):
             k[locs] = part[layer, 0]
             v[locs] = part[layer, 1]

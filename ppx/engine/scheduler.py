@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ppx.core import Entry, ForwardInputs, Req, SlotBatch
+from ppx.core import Entry, ForwardInputs, Req, SlotBatch, StopRun
 from ppx.engine.cache.kv import KVCache
 from ppx.engine.cells import Cells
 from ppx.engine.faults.base import Candidates
@@ -160,6 +160,14 @@ class Scheduler(Cells):
         """Admit `req` (if new) with `prefix_len` from the tree and take up to `budget` new
         tokens of it. Returns None when the cache cannot hold it."""
         if req is not self.cont():
+            if prefix_len >= req.seq_len:
+                # a final entry samples its last computed row: with every token reused there
+                # is none, and the pass would sample another request's row (KVCache.match
+                # leaves one token to compute; a told or a clamp must too)
+                raise StopRun(
+                    f"admission: rid {req.rid} admitted with prefix_len {prefix_len} of its "
+                    f"{req.seq_len} tokens: none left to compute, no row to sample"
+                )
             need = self.need_of(req, prefix_len)
             # locking the reused prefix takes its slots out of what eviction could free, so
             # they are part of the cost; counting them as available is how a follower once

@@ -21,6 +21,10 @@ def check_knobs(w) -> None:
     for key in ("input_len", "output_len", "max_concurrency", "prompts_per_group"):
         if int(b[key]) < 0:
             raise TextError(f"workload.bench.{key}={b[key]} must be >= 0 (0 = unset)")
+    if int(b.repeat_count) < 1:
+        raise TextError(
+            f"workload.bench.repeat_count={b.repeat_count} must be >= 1 (1 = no repeat)"
+        )
     for key in ("time_scale", "token_scale"):
         if not float(t[key]) > 0:
             raise TextError(f"workload.trace.{key}={t[key]} must be positive")
@@ -37,6 +41,11 @@ def check_workload(cfg) -> None:
     check_knobs(w)
     check_text(cfg)
     if WORKLOADS.of(cfg).trace:
+        if int(w.bench.repeat_count) != 1:  # a trace's rows are its own requests, each once
+            raise TextError(
+                f"workload.bench.repeat_count={w.bench.repeat_count}: workload=trace replays "
+                "each row once, at its own time (repeat_count is for generated or file prompts)"
+            )
         try:
             w.num_requests = load(cfg).count
         except TraceError as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ppx.frontend.kinds import WORKLOADS
 from ppx.frontend.text import Codec, Line, TextError, load_tokenizer, tokenizer_file
+from ppx.frontend.workloads import with_repeats
 
 
 def prompt_lines(cfg, tok: Codec | None) -> list[Line] | None:
@@ -24,9 +25,11 @@ def prompt_lines(cfg, tok: Codec | None) -> list[Line] | None:
 
 def check_text(cfg) -> None:
     """Validation before any spawn: the tokenizer matches the model, and a prompt-file
-    workload has at least one servable prompt (`workload.num_requests` is capped at them)."""
+    workload has at least one servable prompt (`workload.num_requests` is capped at them,
+    each `workload.bench.repeat_count` times)."""
     file = tokenizer_file(cfg.model)
     tok = load_tokenizer(file, int(cfg.model.vocab)) if file else None
     lines = prompt_lines(cfg, tok)
     if lines is not None:
-        cfg.workload.num_requests = min(int(cfg.workload.num_requests), len(lines))
+        served = with_repeats(cfg.workload, len(lines))
+        cfg.workload.num_requests = min(int(cfg.workload.num_requests), served)

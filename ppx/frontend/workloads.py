@@ -20,6 +20,20 @@ class Request:
     error: str = ""  # set: the request is refused at submission with this reason
 
 
+def source_index(w, i: int) -> int:
+    """The prompt request `i` serves: with `workload.bench.repeat_count=K` each prompt K times
+    in a row (vLLM's benchmark_prefix_caching.py `--repeat-count`, in its `--sort` order: a
+    copy arrives after the one before it, so with room the radix tree holds the whole
+    prompt when it is admitted; a seeded shuffle would need the run's last rid, which an
+    open-ended `duration_s` run has not)."""
+    return i // max(int(w.bench.repeat_count), 1)
+
+
+def with_repeats(w, distinct: int) -> int:
+    """How many requests `distinct` prompts make, each served `repeat_count` times."""
+    return distinct * max(int(w.bench.repeat_count), 1)
+
+
 def length_range(center: int, range_ratio: float) -> tuple[int, int]:
     """vLLM's random dataset: lengths uniform in [floor(L*(1-r)), ceil(L*(1+r))], at least 1."""
     lo = max(1, math.floor(center * (1 - range_ratio)))
@@ -62,10 +76,11 @@ class Workload:
         return i // per_group if per_group > 0 else i % len(self.prefixes)
 
     def request(self, i: int) -> Request:
-        rng = random.Random(f"req/{self.seed}/{i}")
+        src = source_index(self.w, i)  # a repeated prompt is drawn as its first copy was
+        rng = random.Random(f"req/{self.seed}/{src}")
         n = rng.randint(*self.prompt_range)
         tail = [rng.randrange(1, self.vocab) for _ in range(n)]
-        head = self.prefixes[self._group(i) % len(self.prefixes)] if self.prefixes else []
+        head = self.prefixes[self._group(src) % len(self.prefixes)] if self.prefixes else []
         lo, hi = self.output_range
         max_new = rng.randint(lo, hi) if hi > lo else lo  # one draw only when it varies
         return Request(i, head + tail, max_new)
@@ -107,8 +122,8 @@ class LinesWorkload(Workload):
 
     @property
     def count(self) -> int:
-        return min(int(self.w.num_requests), len(self.lines))
+        return min(int(self.w.num_requests), with_repeats(self.w, len(self.lines)))
 
     def request(self, i: int) -> Request:
-        ln = self.lines[i]
+        ln = self.lines[source_index(self.w, i)]
         return Request(i, list(ln.prompt), int(ln.max_new), ln.error)

@@ -41,3 +41,13 @@ def replay(run_dir, overrides: list[str], path: str) -> dict:
     cfg = explorer_cfg("logger=none", *overrides, f"explore.replay={path}")
     os.makedirs(run_dir, exist_ok=True)
     return execute(cfg, str(run_dir), None, list(overrides))
+
+
+def whole_prompt_match(monkeypatch) -> None:
+    """zoo `match_whole_prompt`: the radix match may cover the whole prompt (KVCache.match
+    leaves none of it to compute)."""
+    from ppx.engine.cache.kv import KVCache
+
+    monkeypatch.setattr(
+        KVCache, "match", lambda c, tokens, may_load=True: c._capped(len(c.tree.match(tokens)[0]))
+    )

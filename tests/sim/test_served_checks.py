@@ -4,7 +4,9 @@ beside the design that passes it (green), on one simulated schedule of the decis
 - a follower's POOL_SHORT under a decision (rank 0 admits against the smallest pool): stopped;
 - a KV ledger that broke (slots owned by nobody): mismatch, `ledger: ...`;
 - flip.inflight=void with a batch in flight at the announcement that was not voided: stopped;
-- a re-queued request behind one never admitted: stopped, `queue order: ...`.
+- a re-queued request behind one never admitted: stopped, `queue order: ...`;
+- an admission with no token left to compute (a radix match over the whole of a repeated
+  prompt): stopped, `admission: ...`, where the pass would have sampled another row.
 
 Each red arm reproduces one zoo mutant's defect (benchmarks/mutants/zoo.py) by a patch of the
 same spot's behaviour, so the check, not the mutant's text, is what is under test."""
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 
 import pytest
-from explore_helpers import explorer_cfg
+from explore_helpers import explorer_cfg, whole_prompt_match
 
 from ppx.core import Req
 from ppx.engine.cache.kv import KVCache
@@ -32,6 +34,8 @@ SKEW += ["workload.num_prefixes=1", "workload.prefix_len=24"]
 FLIP_VOID = ["flip.enabled=true", "flip.every_s=0.0", "flip.every_passes=4", "flip.max_flips=2"]
 FLIP_VOID += ["flip.inflight=void"]
 QUEUED = [*FLIP_VOID, "workload.num_requests=6", "workload.concurrency=6", "engine.max_batch=1"]
+# one prompt twice, one at a time: the copy is admitted with the whole prompt in the tree
+REPEATED = ["workload.num_requests=2", "workload.bench.repeat_count=2", "workload.concurrency=1"]
 
 
 def run(*overrides: str):
@@ -87,6 +91,12 @@ CASES = {
     "ledger": (leaky_commit, SKEW, "mismatch", "ledger: rank0 "),
     "flip_void": (void_unmarked, FLIP_VOID, "stopped", "flip void: 1 of the batches in flight"),
     "queue_order": (requeue_at_back, QUEUED, "stopped", "queue order: rid "),
+    "whole_prompt": (
+        whole_prompt_match,
+        REPEATED,
+        "stopped",
+        "admission: rid 1 admitted with prefix_len",
+    ),
 }
 
 
@@ -107,6 +117,23 @@ def test_the_green_runs_exercise_what_the_checks_read():
     assert flip.counters.get("flip_voided", 0) > 0 and flip.counters["flips"] == 2
     skew = Runner(explorer_cfg(*DESIGN, *SKEW))
     assert "pool_short" not in skew.run(RandomStrategy(0)).counters  # counted, never > 0
+
+
+def test_a_repeated_prompt_reuses_all_but_its_last_token(monkeypatch):
+    """The green arm of `whole_prompt` meets the whole prompt in the tree: on every rank the
+    copy reuses each token but the one it computes to sample from."""
+    runner = Runner(explorer_cfg(*DESIGN, *REPEATED))
+    first, copy = (runner.workload.request(i) for i in range(2))
+    assert first.prompt == copy.prompt
+    admitted, admit = [], KVCache.admit
+
+    def spied(cache, req, prefix_len, need):
+        admitted.append((req.rid, prefix_len))
+        admit(cache, req, prefix_len, need)
+
+    monkeypatch.setattr(KVCache, "admit", spied)
+    assert runner.run(RandomStrategy(0)).verdict == "served"
+    assert [p for rid, p in admitted if rid == 1] == [len(copy.prompt) - 1] * 3
 
 
 def test_queue_order_names_the_request_behind_a_fresh_one():
