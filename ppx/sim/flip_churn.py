@@ -19,7 +19,7 @@ cutover at pass C:
 
 So 2 * every - pp - 1 chunks must hold `longest`. Measured on the simulator (one request,
 max_new=1, random schedule 0, the default decision design): pp=3 chunk 8 every 5 served a
-48-token prompt and livelocked at 49 (the generator's 5 of 400 stopped at `48/49`), every 6
+48-token prompt and livelocked at 49 (where drawn scenarios stopped: `48/49`), every 6
 at 64/65, chunk 16 at 96/97; pp=2 every 4 and pp=4 every 5 at 40/41. With flip.inflight=drain
 or flip.due=drained the chunks in flight commit (or the flip waits) and nothing restarts.
 """
