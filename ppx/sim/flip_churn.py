@@ -33,3 +33,13 @@ def void_churn_least(longest: int, chunk: int, pp: int) -> int:
     """The fewest passes between such flips that let a `longest`-token re-prefill commit."""
     chunks = -(-longest // chunk)
     return math.ceil((chunks + pp + 1) / 2)
+
+
+def clamp_every(
+    every: int, max_flips: int, inflight: str, clock_due: bool, longest: int, chunk: int, pp: int
+) -> int:
+    """A drawn flip interval, raised to void_churn_least where the flips churn by
+    construction: unbounded (`max_flips` 0), voiding what is in flight, due by the clock."""
+    if max_flips or inflight != "void" or not clock_due:
+        return every
+    return max(every, void_churn_least(longest, chunk, pp))

@@ -32,7 +32,7 @@ from ppx.config import ConfigError
 from ppx.protocol.flip_due import Clock
 from ppx.protocol.policy import policy_of
 from ppx.sim.design_scope import carries, open_switches
-from ppx.sim.flip_churn import void_churn_least
+from ppx.sim.flip_churn import clamp_every
 from ppx.sim.scenario_corners import (
     MID_CHUNKS,
     MID_PREFILL,
@@ -127,14 +127,12 @@ def _draw(data, w: Draw) -> Scenario:
             "inflight": d(st.sampled_from(("drain", "void"))),
         }
         flips |= draw_carry(d, w, mid)
-        if (
-            not flips["max_flips"]
-            and flips["inflight"] == "void"
-            and flips.get("due") == Clock.name
-        ):
-            # faster, the longest re-prefill never commits a token (ppx/sim/flip_churn.py)
-            longest = load.prefix_len + load.prompt_max + load.max_new - 1
-            flips["every"] = max(flips["every"], void_churn_least(longest, chunk, pp))
+        # faster, the longest re-prefill never commits a token (ppx/sim/flip_churn.py)
+        longest = load.prefix_len + load.prompt_max + load.max_new - 1
+        flips["every"] = clamp_every(
+            flips["every"], flips["max_flips"], flips["inflight"],
+            flips.get("due") == Clock.name, longest, chunk, pp,
+        )  # fmt: skip
     faults: dict = {}
     # faults.retract.rid with flips: a TP-phase follower meets the retracted rid with no row
     # probe (rank1 `admit_entry`: "not in deque"), a limit of the fault, not of a design

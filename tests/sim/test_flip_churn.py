@@ -8,7 +8,7 @@ import pytest
 from explore_helpers import explorer_cfg
 from hypothesis import HealthCheck, given, seed, settings
 
-from ppx.sim.flip_churn import void_churn_least
+from ppx.sim.flip_churn import clamp_every, void_churn_least
 from ppx.sim.runner import Runner
 from ppx.sim.scenario import Batching, Flips, Load, Scenario, compose, scenarios
 from ppx.sim.strategy import RandomStrategy
@@ -19,7 +19,6 @@ DECISION = [
     "engine/ordering=decision_first",
     "engine/guard=rid",
 ]
-ROUNDS = 4
 
 
 @pytest.mark.parametrize(
@@ -52,16 +51,15 @@ def test_the_bound_is_where_the_flips_churn_on_the_simulator():
     assert "flips and" in churns.row["reason"] and "no token committed" in churns.row["reason"]
 
 
-def _too_fast(monkeypatch, rule_on: bool) -> tuple[int, int]:
-    """(unbounded clock-due voiding flips drawn, of them closer than the bound)."""
-    if not rule_on:
-        monkeypatch.setattr("ppx.sim.scenario.void_churn_least", lambda *_: 0)
+def _too_fast(rounds: int = 12) -> tuple[int, int, int]:
+    """(unbounded clock-due voiding flips drawn, of them closer than the bound, rounds run)."""
     drawn, fast = [0], [0]
     drawing = scenarios(explorer_cfg(*DECISION), DECISION)
 
-    # seeded rounds as the explorer draws them (scenarios.py), the same with the rule on and
-    # off: the combination is ~1 scenario in 130, and a derandomized run draws none of it
-    for round_ in range(ROUNDS):
+    # seeded rounds as the explorer draws them (scenarios.py): deterministic, and the
+    # combination is ~1 scenario in 130, which a derandomized run never draws
+    round_ = 0
+    while round_ < rounds:
 
         @seed(round_)
         @settings(max_examples=100, database=None, suppress_health_check=list(HealthCheck))
@@ -74,13 +72,17 @@ def _too_fast(monkeypatch, rule_on: bool) -> tuple[int, int]:
                 fast[0] += f.every < void_churn_least(longest, sc.batching.chunk_size, 3)
 
         draw()
-    return drawn[0], fast[0]
+        round_ += 1
+    return drawn[0], fast[0], round_
 
 
-def test_the_draw_keeps_such_flips_no_closer_than_the_bound(monkeypatch):
-    drawn, fast = _too_fast(monkeypatch, rule_on=True)
+def test_the_draw_keeps_such_flips_no_closer_than_the_bound():
+    # the clamp: unbounded clock-due voiding flips every 4 passes hold a 39-token re-prefill
+    # (chunk 8, pp=3) that never commits (the bound is 5); other flips keep what was drawn
+    assert clamp_every(4, 0, "void", True, 39, 8, 3) == 5 == void_churn_least(39, 8, 3)
+    assert clamp_every(7, 0, "void", True, 39, 8, 3) == 7
+    for red in ((4, 2, "void", True), (4, 0, "drain", True), (4, 0, "void", False)):
+        assert clamp_every(*red, 39, 8, 3) == 4  # bounded, drained or drained-due: no churn
+    # and every such combination the explorer's draw makes respects the bound
+    drawn, fast, _ = _too_fast()
     assert drawn > 0 and fast == 0
-    # red arm: without the rule the same draws hold flips that churn by construction
-    with monkeypatch.context() as m:
-        drawn_off, fast_off = _too_fast(m, rule_on=False)
-    assert drawn_off > 0 and fast_off > 0
