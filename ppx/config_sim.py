@@ -67,16 +67,6 @@ class ExploreCfg:
     # run under `scenario_schedules` schedules; 0: explore the one scenario the config names
     scenarios: int = 0
     scenario_schedules: int = 4
-    # the design a scenario exploration searches when the researcher names no admission,
-    # ordering or guard (ppx/sim/scenario_design.py: the run's default, rank-local admission,
-    # has four of the nine mechanism groups absent); [] explores the run's default instead
-    design: list[str] = field(
-        default_factory=lambda: [
-            "engine/admission=decision",
-            "engine/ordering=decision_first",
-            "engine/guard=rid",
-        ]
-    )
     budget_s: float = 0.0  # scenarios, exhaustive: stop after this many seconds (0: none)
     pct: PctCfg = field(default_factory=PctCfg)
     dfs: DfsCfg = field(default_factory=DfsCfg)

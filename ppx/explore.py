@@ -76,7 +76,7 @@ def main(cfg: DictConfig) -> None:
 
 def _design(cfg, overrides: list[str], config_name: str) -> tuple[DictConfig, list[str]]:
     """The config a scenario exploration searches, and the design overrides it added: where
-    the researcher named no design, `explore.design` (ppx/sim/scenario_design.py)."""
+    the researcher named no design, scenario_design.DEFAULT_DESIGN (ppx/sim/scenario_design.py)."""
     from hydra import compose
 
     from ppx.sim.scenario_design import default_design
@@ -91,12 +91,14 @@ def _design(cfg, overrides: list[str], config_name: str) -> tuple[DictConfig, li
     try:
         again = validate(again)
     except ConfigError as e:
-        print(f"ppx: config error: {e} (with explore.design {' '.join(added)})", file=sys.stderr)
+        print(
+            f"ppx: config error: {e} (with the default design {' '.join(added)})",
+            file=sys.stderr,
+        )
         sys.exit(2)
     print(
-        f"ppx.explore: no design named: exploring explore.design ({' '.join(added)}); "
-        "name engine/admission (e.g. engine/admission=rank_local) or set explore.design=[] "
-        "to explore the run's default",
+        f"ppx.explore: no design named: exploring the default design ({' '.join(added)}); "
+        "name engine/admission (e.g. engine/admission=rank_local) to explore another",
         flush=True,
     )
     return again, added

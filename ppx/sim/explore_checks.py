@@ -5,7 +5,6 @@ from __future__ import annotations
 from ppx.config import ConfigError
 from ppx.engine.transport.sim_nccl_rules import SEMANTICS
 from ppx.sim import registry
-from ppx.sim.scenario_design import check_design
 
 
 def check_explore(merged) -> None:
@@ -65,7 +64,6 @@ def check_explore(merged) -> None:
             f"{x.scenario_schedules}, explore.budget_s={x.budget_s}, explore.shrinker.scenario_s="
             f"{shrink.scenario_s}: scenarios >= 0, schedules per scenario >= 1, seconds >= 0"
         )
-    check_design(x.design)
     if x.scenarios > 0 and (fan.workers > 1 or fan.shards > 1):
         raise ConfigError("explore.scenarios runs in one process: set explore.fanout.workers=1")
     if shrink.runs < 0:

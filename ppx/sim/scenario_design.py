@@ -11,12 +11,12 @@ scenario search of it stops at that known divergence with four of the nine mecha
 unreachable, so out of the box it exercised little of what the explorer is for.
 
 So when none of the three is named, on the command line or by an experiment preset, a
-scenario exploration searches `explore.design`: by default the design the reference log
-converged on (rank 0 decides, the decision on the wire first, the per-rid guard: the fork's
+scenario exploration searches DEFAULT_DESIGN: the design the reference log converged on
+(rank 0 decides, the decision on the wire first, the per-rid guard: the fork's
 sgl-project#791/#795/#630 line), in which every mechanism group can fire. It is printed,
-written to summary.json (`design_default`) and carried in every replay command, and
-`explore.design=[]` (or naming any of the three, e.g. `engine/admission=rank_local`)
-explores the run's own default instead. A schedule exploration (`explore.scenarios=0`) always
+written to summary.json (`design_default`) and carried in every replay command; naming any
+of the three (e.g. `engine/admission=rank_local`) explores that design instead, the run's
+default included. A schedule exploration (`explore.scenarios=0`) always
 runs the config as composed: its one scenario is the researcher's.
 """
 
@@ -27,6 +27,8 @@ from typing import Any
 
 from ppx.sim.design_scope import named_keys
 
+# the design searched where none is named (the overrides a replay command carries)
+DEFAULT_DESIGN = ("engine/admission=decision", "engine/ordering=decision_first", "engine/guard=rid")
 # the config groups that make a design, and the keys inside them that rename one
 DESIGN_GROUPS = ("engine/admission", "engine/ordering", "engine/guard")
 DESIGN_KEYS = (
@@ -54,25 +56,10 @@ def design_named(cfg: Any, overrides: Iterable[str], run_default: Any) -> str | 
 
 
 def default_design(cfg: Any, overrides: Iterable[str], run_default: Any) -> list[str]:
-    """The overrides a scenario exploration adds to reach `explore.design`: none where the
-    exploration is of one scenario, `explore.design` is empty or the researcher named a
-    design (design_named)."""
-    x = cfg.explore
-    if int(x.scenarios) <= 0 or not list(x.design):
+    """The overrides a scenario exploration adds to reach DEFAULT_DESIGN: none where the
+    exploration is of one scenario or the researcher named a design (design_named)."""
+    if int(cfg.explore.scenarios) <= 0:
         return []
     if design_named(cfg, overrides, run_default) is not None:
         return []
-    return [str(o) for o in x.design]
-
-
-def check_design(design: Iterable[str]) -> None:
-    """Each entry of `explore.design` is one Hydra override of a design group (or key)."""
-    from ppx.config import ConfigError
-
-    for o in design:
-        key = str(o).split("=", 1)[0].lstrip("+~")
-        if "=" not in str(o) or not (key in DESIGN_GROUPS or key in DESIGN_KEYS):
-            raise ConfigError(
-                f"explore.design: {o!r} is not an override of {', '.join(DESIGN_GROUPS)} "
-                "(e.g. engine/admission=decision)"
-            )
+    return list(DEFAULT_DESIGN)

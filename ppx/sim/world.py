@@ -145,8 +145,7 @@ class SimSupervisor:
         # a dataclass attribute's, and this runs once per schedule
         self.typed = typed = typed if typed is not None else OmegaConf.to_object(cfg)
         self.models, self.workload = models, workload
-        self.world = int(typed.pp)
-        self.tally = RunTally(self.world)
+        self.tally = RunTally(int(typed.pp))
         self.strategy = strategy or one_run_strategy(cfg.explore, sim_tasks(cfg))
         self.sched = Scheduler(
             self.strategy,
@@ -158,6 +157,11 @@ class SimSupervisor:
             watch=self._progress_watch,
         )
         self.progress = Progress(float(typed.watch.progress_stall_s))
+
+    @property
+    def world(self) -> int:
+        """The ranks (pp): read from the tally, which is sized by them."""
+        return self.tally.world
 
     def _progress_watch(self) -> str | None:
         """Requests outstanding and no token committed for watch.progress_stall_s of virtual

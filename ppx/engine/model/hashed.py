@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import cast
 
@@ -115,6 +116,24 @@ def _rows(values: list[int], tags: list[int], tag: torch.Tensor, mod: int | None
     return (x if mod is None else x % mod).to(dtype)
 
 
+@dataclass(frozen=True)
+class HeadTags:
+    """This rank's KV heads' tags (head_tags), as tensors for the torch path and as lists for
+    the writes built in Python; `k_range` bounds the key tags (what the mirror trusts)."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    k_list: list[int]
+    v_list: list[int]
+    k_range: tuple[int, int]
+
+    @classmethod
+    def of(cls, vocab: int, heads: list[int]) -> HeadTags:
+        k, v = head_tags(vocab, heads)
+        k_list, v_list = k.tolist(), v.tolist()
+        return cls(k, v, k_list, v_list, (min(k_list), max(k_list)))
+
+
 class HashStage:
     """Layers [first_layer, last_layer) of the hash model (every layer in the TP phase, where
     the ranks' prefix hashes are averaged through one all-reduce: a rank whose KV differs
@@ -139,11 +158,7 @@ class HashStage:
         self.affine = _compose(mix, first_layer, last_layer)
         self.inv_tp = pow(tp_size, -1, MOD)
         local = d.kv_heads // tp_size  # this rank's KV heads (a TP shard, or all of them)
-        self.k_tag, self.v_tag = head_tags(
-            d.vocab, list(range(tp_rank * local, (tp_rank + 1) * local))
-        )
-        self.k_tags, self.v_tags = self.k_tag.tolist(), self.v_tag.tolist()
-        self.k_range = (min(self.k_tags), max(self.k_tags))
+        self.tags = HeadTags.of(d.vocab, list(range(tp_rank * local, (tp_rank + 1) * local)))
         self.mirror = PoolMirror()  # what its pool decodes to, per slot (hash_mirror.py)
         self.weight_bytes = 0
         self.bytes_read = 0
@@ -177,7 +192,8 @@ class HashStage:
             for b, (r, p) in enumerate(zip(fi.req_rows.tolist(), prefix, strict=True))
         ]
         loc = fi.out_cache_loc
-        k_tag, v_tag = self.k_tag, self.v_tag
+        tags = self.tags
+        k_tag, v_tag = tags.k, tags.v
 
         def read_k(slots: list[int]) -> list[int]:
             return _decode(k[int_tensor(slots)], k_tag, None)
@@ -192,10 +208,10 @@ class HashStage:
         else:
             mirror = None
             k, v = k_pool[0][:, :, 0], v_pool[0][:, :, 0]  # [slots, local KV heads]
-        k[loc] = _rows(ids, self.k_tags, k_tag, None, k.dtype)
+        k[loc] = _rows(ids, tags.k_list, k_tag, None, k.dtype)
         if mirror is not None:  # from here on, reads of what this stage wrote make no torch call
             written = loc.tolist()
-            mirror.wrote_ids(written, ids, *self.k_range)
+            mirror.wrote_ids(written, ids, *tags.k_range)
         # each chunk's prefix hash chains from the one stored at the slot before it (read
         # through the mapping: a stale or foreign slot there changes every g after it)
         before = [row[p - 1] for row, p in zip(rows, prefix, strict=True) if p > 0]
@@ -210,7 +226,7 @@ class HashStage:
             for i in range(qo[b], qo[b + 1]):
                 h = (h + (ids[i] + 1) * self.w1[pos[i]]) % MOD
                 g.append(h)
-        v[loc] = _rows(g, self.v_tags, v_tag, MOD, v.dtype)
+        v[loc] = _rows(g, tags.v_list, v_tag, MOD, v.dtype)
         where = [s for row in rows for s in row]
         if mirror is not None:
             mirror.wrote_hashes(written, g)
