@@ -36,10 +36,16 @@ def void_churn_least(longest: int, chunk: int, pp: int) -> int:
 
 
 def clamp_every(
-    every: int, max_flips: int, inflight: str, clock_due: bool, longest: int, chunk: int, pp: int
+    every: int,
+    max_flips: int,
+    voids_inflight: bool,
+    clock_due: bool,
+    longest: int,
+    chunk: int,
+    pp: int,
 ) -> int:
     """A drawn flip interval, raised to void_churn_least where the flips churn by
     construction: unbounded (`max_flips` 0), voiding what is in flight, due by the clock."""
-    if max_flips or inflight != "void" or not clock_due:
+    if max_flips or not voids_inflight or not clock_due:
         return every
     return max(every, void_churn_least(longest, chunk, pp))

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from ppx.config import ConfigError
+from ppx.protocol.flip import VoidInflight
 from ppx.protocol.flip_due import Clock
 from ppx.protocol.policy import policy_of
 from ppx.sim.design_scope import carries, open_switches
@@ -130,7 +131,7 @@ def _draw(data, w: Draw) -> Scenario:
         # faster, the longest re-prefill never commits a token (ppx/sim/flip_churn.py)
         longest = load.prefix_len + load.prompt_max + load.max_new - 1
         flips["every"] = clamp_every(
-            flips["every"], flips["max_flips"], flips["inflight"],
+            flips["every"], flips["max_flips"], flips["inflight"] == VoidInflight.name,
             flips.get("due") == Clock.name, longest, chunk, pp,
         )  # fmt: skip
     faults: dict = {}

@@ -79,9 +79,9 @@ def _too_fast(rounds: int = 12) -> tuple[int, int, int]:
 def test_the_draw_keeps_such_flips_no_closer_than_the_bound():
     # the clamp: unbounded clock-due voiding flips every 4 passes hold a 39-token re-prefill
     # (chunk 8, pp=3) that never commits (the bound is 5); other flips keep what was drawn
-    assert clamp_every(4, 0, "void", True, 39, 8, 3) == 5 == void_churn_least(39, 8, 3)
-    assert clamp_every(7, 0, "void", True, 39, 8, 3) == 7
-    for red in ((4, 2, "void", True), (4, 0, "drain", True), (4, 0, "void", False)):
+    assert clamp_every(4, 0, True, True, 39, 8, 3) == 5 == void_churn_least(39, 8, 3)
+    assert clamp_every(7, 0, True, True, 39, 8, 3) == 7
+    for red in ((4, 2, True, True), (4, 0, False, True), (4, 0, True, False)):
         assert clamp_every(*red, 39, 8, 3) == 4  # bounded, drained or drained-due: no churn
     # and every such combination the explorer's draw makes respects the bound
     drawn, fast, _ = _too_fast()
