@@ -26,6 +26,11 @@ from ppx.watch.waitfor import cycle_text, edge_label, find_cycle, graph
 
 STACK_WAIT_S = 0.5
 
+OPS_TYPES = {
+    "rank": "Int64", "op": "string", "peer": "Int64", "kind": "string", "slot": "Int64",
+    "pass_id": "Int64", "seq": "Int64", "dur_s": "float64", "t_s": "float64",
+}  # fmt: skip
+
 
 def capture_stacks(procs: list, pm_dir: str) -> None:
     for p in procs:
@@ -170,5 +175,8 @@ def write(
         ops, columns=["t_ns", "rank", "op", "peer", "kind", "slot", "pass_id", "seq", "dur_s"]
     )
     df["t_s"] = (df["t_ns"] - t0_mono_ns) / 1e9
-    df.drop(columns=["t_ns"]).to_parquet(os.path.join(pm, "ops.parquet"), index=False)
+    # typed even when no op completed before the wedge (one at the first pass): an empty
+    # frame's columns would be written as `null` and the table's shape would depend on timing
+    df = df.drop(columns=["t_ns"]).astype(OPS_TYPES)
+    df.to_parquet(os.path.join(pm, "ops.parquet"), index=False)
     return {"cycle": text, "blocked_on": records}
