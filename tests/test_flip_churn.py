@@ -92,7 +92,7 @@ def _prefill(s: Scheduler, req: Req, upto: int, pass_id: int) -> int:
 
 def _flip(ctx: _Rank0) -> FlipSchedule:
     f = FlipSchedule(ctx, Protocol(ctx.cfg))
-    f.last_cutover_pass = 120
+    f.started, f.last_cutover_pass = True, 120  # counting since a cutover at pass 120
     return f
 
 
@@ -113,14 +113,14 @@ def test_a_due_flip_waits_for_the_prompt_mid_prefill_only_when_drained(due):
     assert nxt == 126 and s.chunked is rid3 and rid3.computed == 160
     f = _flip(ctx)
     if due == "clock":  # red: the stopwatch flips now; the cutover drops 160 computed tokens
-        assert f.due(126, False) and f.deferred == 0
+        assert f.due(126, False, False) and f.deferred == 0
         return
-    assert not f.due(126, False) and f.deferred == 1  # green: the prompt finishes first
+    assert not f.due(126, False, False) and f.deferred == 1  # green: the prompt finishes first
     assert ctx.events.rows == [
         ("flip_wait", 126, 3, "rid=3 mid-prefill 160/190 (flip.due=drained)")
     ]
     _prefill(s, rid3, 190, 126)  # the final chunk: rid 3 is no longer mid-prefill
-    assert s.chunked is None and f.due(127, False) and f.deferred == 1
+    assert s.chunked is None and f.due(127, False, False) and f.deferred == 1
 
 
 def test_the_drain_cap_bounds_the_wait():
@@ -129,7 +129,7 @@ def test_the_drain_cap_bounds_the_wait():
     ctx.sched.add([rid3])
     _prefill(ctx.sched, rid3, 32, 121)
     f = _flip(ctx)
-    assert [f.due(p, False) for p in range(126, 130)] == [False, False, False, True]
+    assert [f.due(p, False, False) for p in range(126, 130)] == [False, False, False, True]
     assert f.deferred == 3 and len(ctx.events.rows) == 1  # named once per wait
 
 
@@ -137,21 +137,34 @@ def test_a_flip_whose_moment_is_chosen_is_due_once_it_lands_never_before_the_cou
     ctx = _Rank0()  # every 6 passes from the cutover at pass 120
     ctx.t = t = HandTiming()
     f = _flip(ctx)
-    assert [f.due(p, False) for p in range(121, 126)] == [False] * 5 and t.armed == []
+    assert [f.due(p, False, False) for p in range(121, 126)] == [False] * 5 and t.armed == []
     # the count ran out at 126 (fixed timing flips there: the test below), not landed yet
-    assert not f.due(126, False) and not f.due(127, False)
+    assert not f.due(126, False, False) and not f.due(127, False, False)
     ((label, moment),) = t.armed  # armed once, when the count ran out
     assert label == "flip due"
     moment.fired = True
-    assert f.due(128, False)  # green: due at the first look after it lands
+    assert f.due(128, False, False)  # green: due at the first look after it lands
     f.cut_over(128)
-    assert not f.due(133, False) and len(t.armed) == 1  # the next count from 128
-    assert not f.due(134, False) and len(t.armed) == 2  # a fresh moment
+    assert not f.due(133, False, False) and len(t.armed) == 1  # the next count from 128
+    assert not f.due(134, False, False) and len(t.armed) == 2  # a fresh moment
 
 
 def test_under_a_fixed_timing_the_flip_is_due_at_the_counted_pass():
     f = _flip(_Rank0())
-    assert [f.due(p, False) for p in range(125, 128)] == [False, True, True]
+    assert [f.due(p, False, False) for p in range(125, 128)] == [False, True, True]
+
+
+def test_the_count_starts_at_the_pass_that_takes_the_first_request():
+    """Idle passes spun while the frontend starts (their number is the machine's load on
+    real processes) do not move the first flip: it comes `every_passes` after the first
+    request, wherever that lands."""
+    f = FlipSchedule(_Rank0(), Protocol(_Rank0().cfg))
+    assert not any(f.due(p, False, False) for p in range(9))  # nine idle passes: no flip
+    assert not f.due(9, False, True) and f.last_cutover_pass == 9  # the first request
+    assert [f.due(p, False, False) for p in range(10, 16)] == [False] * 5 + [True]
+    counted = FlipSchedule(_Rank0(), Protocol(_Rank0().cfg))
+    counted.started = True  # red: a count from boot flips at pass 6, 3 passes after arrival
+    assert not counted.due(5, False, False) and counted.due(6, False, False)
 
 
 # -- the churn bound: rank 0's count across cutovers ---------------------------------------

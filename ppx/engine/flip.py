@@ -62,9 +62,10 @@ class FlipControl:
     def draining(self) -> bool:
         return self.announced_pass is not None
 
-    def due(self, pass_id: int) -> bool:
-        """Rank 0: is a flip due at this pass? (flip_schedule.py)"""
-        return self.schedule.due(pass_id, self.draining)
+    def due(self, pass_id: int, arrived: bool) -> bool:
+        """Rank 0: is a flip due at this pass, which took requests if `arrived`?
+        (flip_schedule.py)"""
+        return self.schedule.due(pass_id, self.draining, arrived)
 
     def note_tp_batch(self, rids: list[int]) -> None:
         """The TP phase sampled a token for each of `rids` (every rank applied the same ones)."""

@@ -3,7 +3,14 @@
 counted once a pass (engine/churn.py). Only rank 0 reads the clock; the others learn the
 flip from the chain (or the TP broadcast), so no two ranks can decide differently. Under
 faults.timing=choice a flip whose time has come is due once the simulator's scheduler lands
-its moment (Transport.moment): at the pass the config names or at any later one."""
+its moment (Transport.moment): at the pass the config names or at any later one.
+
+Both clocks start at the pass that takes the run's first request, not at boot. On real
+processes rank 0 spins idle passes (intake.IDLE_WAIT_S) while the frontend starts its
+workload, and how many depends on the machine's load; counted, they made
+`flip.every_passes=5` cut over with one prompt mid-prefill on one run and three on the next
+(the #959 gloo red served one run in three). On the simulator the first request lands at
+pass 0, so nothing moves there."""
 
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ class FlipSchedule:
         self.when = proto.of(FlipDue)  # flip.due: may a due flip start at this pass?
         self.last_cutover_t = self.clock()
         self.last_cutover_pass = 0
+        self.started = False  # has rank 0 taken a request yet? (the clocks start there)
         self.flips = 0
         self.waited = 0  # passes the flip now due has waited on a prefill (rank 0)
         self.landing: Arrival | None = None  # the next flip's moment, once armed
@@ -41,12 +49,17 @@ class FlipSchedule:
             int(engine.liveness.livelock_readmits),
         )
 
-    def due(self, pass_id: int, draining: bool) -> bool:
-        """Rank 0: is a flip due at this pass? Rank 0 also counts the churn here, once a pass
-        in either phase, and stops the run at its bound."""
+    def due(self, pass_id: int, draining: bool, arrived: bool) -> bool:
+        """Rank 0: is a flip due at this pass (which took requests if `arrived`)? Rank 0 also
+        counts the churn here, once a pass in either phase, and stops the run at its bound."""
         if not self.enabled:
             return False
         self.churn.check(pass_id)
+        if not self.started:
+            if not arrived:
+                return False
+            self.started = True
+            self.last_cutover_t, self.last_cutover_pass = self.clock(), pass_id
         if draining or (self.max_flips and self.flips >= self.max_flips):
             return False
         ran_out = bool(self.every_passes) and pass_id - self.last_cutover_pass >= self.every_passes

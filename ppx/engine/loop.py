@@ -110,7 +110,7 @@ class PassSteps:
             assert self.intake is not None, "rank 0 holds the intake"
             reqs, flags = self.intake.take(idle=idle)
             # only rank 0 reads the flip clock; the others learn the flip from this chain
-            flags |= Flag.FLIP if self.flip.due(p.pass_id) else 0
+            flags |= Flag.FLIP if self.flip.due(p.pass_id, bool(reqs)) else 0
             reqs, flags, aux = self.carry.chain_out(reqs, flags)
             msg = chain_message(reqs, flags, p.slot, p.pass_id, ctx.epoch, aux)
         else:

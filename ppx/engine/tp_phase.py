@@ -60,7 +60,7 @@ class TPPhase:
         if ctx.is_first:
             assert self.intake is not None, "rank 0 holds the intake"
             reqs, flags = self.intake.take(idle=s.idle)
-            if self.flip.due(pass_id):
+            if self.flip.due(pass_id, bool(reqs)):
                 flags |= Flag.FLIP
             s.add(reqs)
             batch = None if flags & Flag.FLIP else self.prefill.form(0, pass_id)
