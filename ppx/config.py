@@ -69,6 +69,9 @@ class WorkloadCfg:
     rate: float = 0.0  # requests/s; > 0 switches from closed loop to a Poisson arrival process
     duration_s: float = 0.0  # > 0: keep submitting (closed loop) until this much time passed
     path: str | None = None  # workload=jsonl / sharegpt / trace: the file
+    # prompt indices left out: request i serves the i-th prompt not skipped, drawn as the full
+    # run drew it (a shrunk scenario's requests deleted from the middle; a replay line carries it)
+    skip: list[int] = field(default_factory=list)
     bench: BenchCfg = field(default_factory=BenchCfg)
     trace: TraceCfg = field(default_factory=TraceCfg)
 

@@ -25,6 +25,8 @@ def check_knobs(w) -> None:
         raise TextError(
             f"workload.bench.repeat_count={b.repeat_count} must be >= 1 (1 = no repeat)"
         )
+    if any(int(i) < 0 for i in w.skip):
+        raise TextError(f"workload.skip={list(w.skip)} holds a negative prompt index")
     for key in ("time_scale", "token_scale"):
         if not float(t[key]) > 0:
             raise TextError(f"workload.trace.{key}={t[key]} must be positive")
@@ -46,6 +48,8 @@ def check_workload(cfg) -> None:
                 f"workload.bench.repeat_count={w.bench.repeat_count}: workload=trace replays "
                 "each row once, at its own time (repeat_count is for generated or file prompts)"
             )
+        if list(w.skip):  # likewise: a row is a time, not a prompt index to leave out
+            raise TextError(f"workload.skip={list(w.skip)}: workload=trace replays every row")
         try:
             w.num_requests = load(cfg).count
         except TraceError as e:

@@ -25,8 +25,18 @@ def source_index(w, i: int) -> int:
     in a row (vLLM's benchmark_prefix_caching.py `--repeat-count`, in its `--sort` order: a
     copy arrives after the one before it, so with room the radix tree holds the whole
     prompt when it is admitted; a seeded shuffle would need the run's last rid, which an
-    open-ended `duration_s` run has not)."""
-    return i // max(int(w.bench.repeat_count), 1)
+    open-ended `duration_s` run has not), and none of `workload.skip`'s."""
+    return kept_source(i // max(int(w.bench.repeat_count), 1), w.skip)
+
+
+def kept_source(n: int, skip) -> int:
+    """The `n`-th prompt index not in `skip` (`workload.skip`: prompts left out, so a run of
+    the others serves each one as the full run did -- how a shrunk scenario deletes a
+    request from the middle; a prompt is a pure function of its index)."""
+    for s in sorted(set(skip)):
+        if s <= n:
+            n += 1
+    return n
 
 
 def with_repeats(w, distinct: int) -> int:
@@ -122,7 +132,8 @@ class LinesWorkload(Workload):
 
     @property
     def count(self) -> int:
-        return min(int(self.w.num_requests), with_repeats(self.w, len(self.lines)))
+        kept = len(self.lines) - len({i for i in self.w.skip if i < len(self.lines)})
+        return min(int(self.w.num_requests), with_repeats(self.w, kept))
 
     def request(self, i: int) -> Request:
         ln = self.lines[source_index(self.w, i)]

@@ -24,11 +24,13 @@ class Load:
     max_new: int = 1
     concurrency: int = 1
     repeat_count: int = 1  # workload.bench.repeat_count: a copy may find its whole prompt cached
+    skip: tuple[int, ...] = ()  # workload.skip: prompts a shrink deleted from the middle
 
     def overrides(self) -> list[str]:
-        o = [f"workload.{f.name}={getattr(self, f.name)}" for f in fields(self)]
-        o.pop()  # repeat_count is a bench key, left out at 1 (a replay line stays as it was)
-        return o + [f"workload.bench.repeat_count={self.repeat_count}"] * (self.repeat_count > 1)
+        # the last two are left out at their defaults (a replay line stays as it was)
+        o = [f"workload.{f.name}={getattr(self, f.name)}" for f in fields(self)][:-2]
+        o += [f"workload.bench.repeat_count={self.repeat_count}"] * (self.repeat_count > 1)
+        return o + [f"workload.skip=[{','.join(map(str, self.skip))}]"] * bool(self.skip)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ seconds a candidate, 30 s of it ran out with six requests still there (docs/simu
 the zoo's shrunk sizes). Here the candidates are the ones that pay most, in the order they
 cost least: the first k requests for k = 1, 2, ... (request i depends only on the seed and i,
 ppx/frontend/workloads.py, so a scenario of k requests is the failing one's first k: its
-other requests deleted), the same under a pool it already cuts cut further, then each part
+other requests deleted), then each request deleted from the middle (`workload.skip`: the
+others drawn as before), the same under a pool it already cuts cut further, then each part
 (faults, pressure, flips, batching) back to its default, then each field of a part back to
 its own, then fewer new tokens and a shorter shared prefix. A candidate is kept when it fails as the find does (`same_failure`) and is
 smaller (`Scenario.size`); the pass restarts from the kept one and ends when no candidate is
@@ -20,6 +21,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 
+from ppx.frontend.workloads import kept_source
 from ppx.sim.scenario import POOL_TOKENS, PREFIX_LEN, Pressure, Scenario
 
 
@@ -46,6 +48,26 @@ def with_requests(sc: Scenario, k: int) -> Scenario:
     return replace(sc, load=load, faults=faults)
 
 
+def without_request(sc: Scenario, j: int) -> Scenario | None:
+    """`sc` less request `j`'s prompt (every copy of it under repeats), the others served as
+    before; None when `j` is the request the retraction fault names. Where a bug needs
+    requests 0, 2 and 3 of four, no first-k scenario fails: the evict_locked and
+    hold_forever mutants stopped at 4 requests in some runs (docs/simulation.md)."""
+    load, rid = sc.load, sc.faults.retract_rid
+    rep = max(load.repeat_count, 1)
+    srcs = [kept_source(i // rep, load.skip) for i in range(load.num_requests)]
+    gone = srcs[j]
+    if 0 <= rid < len(srcs) and srcs[rid] == gone:
+        return None
+    n = load.num_requests - srcs.count(gone)
+    skip = tuple(sorted({*load.skip, gone}))
+    out = replace(sc, load=replace(load, num_requests=n, concurrency=min(load.concurrency, n), skip=skip))  # fmt: skip
+    if 0 <= rid < len(srcs):  # the retracted request keeps its prompt under its new rid
+        moved = rid - srcs[:rid].count(gone)
+        out = replace(out, faults=replace(sc.faults, retract_rid=moved))
+    return out
+
+
 def tighter_pools(p: Pressure) -> list[Pressure]:
     """The pressure with a pool it already cuts cut further (POOL_TOKENS below its own)."""
     out = []
@@ -60,6 +82,9 @@ def candidates(sc: Scenario) -> Iterator[Scenario]:
     """Smaller scenarios than `sc`, cheapest and biggest step first."""
     for k in range(1, sc.load.num_requests):
         yield with_requests(sc, k)
+    for j in range(sc.load.num_requests - 1):  # the last one: with_requests above
+        if (c := without_request(sc, j)) is not None:
+            yield c
     # fewer requests under a tighter pool: a bug of pool pressure (a pin cost ignored) that
     # the deleted requests' tokens exhausted may exhaust the smaller pool with fewer
     for k in range(1, sc.load.num_requests):

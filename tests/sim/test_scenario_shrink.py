@@ -8,9 +8,10 @@ import time
 
 from explore_helpers import explorer_cfg
 
+from ppx.frontend.workloads import kept_source
 from ppx.sim.runner import Result
 from ppx.sim.scenario import Batching, Faults, Flips, Load, Pressure, Scenario
-from ppx.sim.scenario_shrink import candidates, shrink_scenario, with_requests
+from ppx.sim.scenario_shrink import candidates, shrink_scenario, with_requests, without_request
 from ppx.sim.scenarios import Find, ScenarioSearch
 
 SIX = Scenario(
@@ -114,3 +115,33 @@ def test_a_pool_exhausted_by_the_deleted_requests_is_cut_further_for_fewer():
     assert not any(overflows(with_requests(four, k)) for k in (1, 2, 3))
     best, _ = shrink_scenario(four, overflows, lambda: False)
     assert (best.load.num_requests, best.pressure.pool_all) == (2, 64)
+
+
+def _served(sc: Scenario) -> set[int]:
+    """The prompt indices `sc`'s requests serve."""
+    rep = max(sc.load.repeat_count, 1)
+    return {kept_source(i // rep, sc.load.skip) for i in range(sc.load.num_requests)}
+
+
+def test_a_request_not_needed_is_deleted_from_the_middle():
+    """A bug that needs prompts 0, 2 and 3 of four, 3 retracted: no first-k scenario fails."""
+
+    def needs_0_2_3(c: Scenario) -> bool:
+        rid, rep = c.faults.retract_rid, max(c.load.repeat_count, 1)
+        return {0, 2, 3} <= _served(c) and kept_source(rid // rep, c.load.skip) == 3
+
+    four = Scenario(Load(num_requests=4, concurrency=4), faults=Faults(retract_rid=3))
+    # red arm: the first k requests for k < 4 all lack prompt 3 (the shrink stopped at four)
+    assert not any(needs_0_2_3(with_requests(four, k)) for k in (1, 2, 3))
+    best, _ = shrink_scenario(four, needs_0_2_3, lambda: False)
+    assert best.load.num_requests == 3 and best.load.skip == (1,)
+    assert best.faults.retract_rid == 2  # prompt 3 is retracted still, as request 2
+    assert best.load.overrides()[-1] == "workload.skip=[1]"
+    assert without_request(four, 3) is None  # the retracted request itself is kept
+
+
+def test_a_deleted_prompt_takes_its_repeats():
+    rep = Scenario(Load(num_requests=5, concurrency=2, repeat_count=2))  # prompts 0 0 1 1 2
+    one_gone = without_request(rep, 2)
+    assert one_gone is not None and one_gone.load.num_requests == 3
+    assert one_gone.load.skip == (1,) and _served(one_gone) == {0, 2}
