@@ -43,6 +43,16 @@ def test_failure_keys_blank_what_varies_and_keep_the_ranks_and_operations():
     assert failure_key("lost", lost.format(3, 1, 40), None) == failure_key(
         "lost", lost.format(7, 0, 112), None
     )
+    # the rids outstanding: a stall with three is the stall a scenario of fewer has
+    stall = "stalled: {} requests outstanding {}, no token committed for 9 passes"
+    three = failure_key("stalled", stall.format(3, [0, 2, 3]), None)
+    assert three == failure_key("stalled", stall.format(1, [4]), None)
+    assert three.endswith("outstanding [#, ...], no token committed for # passes")
+    # red arm: a livelock's repeating rows stay whole (another row is another livelock)
+    rows = "repeating: [(0, 16, 0), (2, 16, 0)]"
+    assert failure_key("livelocked", rows, None) != failure_key(
+        "livelocked", rows[:-17] + "]", None
+    )
 
 
 def test_shrinking_accepts_no_candidate_that_is_longer():
@@ -69,7 +79,7 @@ def test_one_planted_bug_is_one_failure_with_its_count_shrunk_no_longer_and_repl
     cfg = explorer(*overrides)
     ex = explore(cfg, str(tmp_path), overrides, echo=lambda *_: None, config_name="explorer")
     assert list(ex.failures) == ["lost: lost: rid # left the pass in flight on slot # at pass # "
-                                 "and is held nowhere on rank # (pass #; outstanding [#])"] or (
+                                 "and is held nowhere on rank # (pass #; outstanding [#, ...])"] or (
         len(ex.failures) == 1 and next(iter(ex.failures)).startswith("lost: lost: rid # left ")
     ), list(ex.failures)  # fmt: skip
     ((key, f),) = ex.failures.items()
