@@ -5,7 +5,9 @@ Verdict: `refuted` when some schedule fails (each failure key saved with its sho
 trace, replayable as every failure is), `verified` when the walk was exhausted and every
 schedule served, `unknown` when `explore.schedules` runs ended the walk first (the bound it
 reached is in the counts: runs, states, depth); so does `explore.budget_s` of wall time,
-looked at before every new state (a run is cut there, and the walk ends).
+looked at before every new state (a run is cut there, and the walk ends) and before every
+fair cycle is pumped (a cycle left unpumped is in the counts, `confirmed: None`, and a walk
+that would be verified is `unknown`: an unchecked cycle may be a livelock).
 
 Liveness (`explore.exhaustive.liveness`, on by default with the cache): after the walk, the fair
 cycles of the abstract state graph (liveness.py), each pumped to confirm it; a confirmed
@@ -101,7 +103,7 @@ def search(cfg, echo=print, log=None, end_check=None) -> Exploration:
     cycles = livelocks(runner, walker, ex, traces, echo) if abstraction is not None else []
     ex.wall_s = time.perf_counter() - t0
     cycle_fails = end_check is None or end_check.cycle_fails
-    ex.dfs = counts(walker, rows, traces, ex.wall_s, cycle_fails) | {"livelock": cycles}
+    ex.dfs = counts(walker, rows, traces, ex.wall_s, cycle_fails, cycles)
     return ex
 
 
@@ -111,6 +113,11 @@ def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces:
     out = []
     assert walker.abstraction is not None
     for lasso in fair_cycles(walker.graph, walker.start, walker.abstract, walker.progress):
+        spent = walker.deadline is not None and time.perf_counter() > walker.deadline
+        if spent:  # each pump is a run of several laps: the budget bounds them too
+            out.append({"confirmed": None, "why": "explore.budget_s was spent: not pumped",
+                        "trace_len": len(lasso.prefix), "lap_len": len(lasso.lap)})  # fmt: skip
+            continue
         got = pump(runner, lasso, walker.abstraction, describe)
         entry = {
             "confirmed": got.confirmed,
@@ -147,13 +154,21 @@ def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces:
 
 
 def counts(
-    walker: ExhaustiveWalker, rows: list[dict], traces: dict, wall_s: float, cycle_fails=True
+    walker: ExhaustiveWalker,
+    rows: list[dict],
+    traces: dict,
+    wall_s: float,
+    cycle_fails=True,
+    livelock: list[dict] | None = None,
 ) -> dict:
     """What the walk did (the exploration's dfs.json, and the summary's keys); a cycle on a
-    run's own path fails the walk where `cycle_fails` (always, without an end property)."""
+    run's own path fails the walk where `cycle_fails` (always, without an end property).
+    `livelock`: the fair cycles, pumped or left unpumped when the budget ran out."""
     st = walker.stats
     failed = any(fails(r) for r in rows) or (cycle_fails and bool(st.cycles)) or bool(traces)
-    verdict = "refuted" if failed else "verified" if walker.exhausted else "unknown"
+    unchecked = any(c["confirmed"] is None for c in livelock or [])
+    proven = walker.exhausted and not unchecked
+    verdict = "refuted" if failed else "verified" if proven else "unknown"
     lens = [t["trace_len"] for t in traces.values() if t["trace_len"] is not None]
     return {
         "runs": walker.runs,
@@ -171,6 +186,7 @@ def counts(
         "states_per_s": round(st.states / wall_s, 1) if wall_s and walker.fp else None,
         "trace_len": min(lens) if lens else None,
         "traces": traces,
+        "livelock": livelock or [],
     }
 
 

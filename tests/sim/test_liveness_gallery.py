@@ -18,12 +18,13 @@ from explore_helpers import explore_in, replay
 
 from ppx.sim import gallery
 from ppx.sim.exhaustive import ExhaustiveWalker, walk_to_the_end
-from ppx.sim.exhaustive_run import summary_keys
+from ppx.sim.exhaustive_run import counts, livelocks, summary_keys
 from ppx.sim.fingerprint import Fingerprint
 from ppx.sim.liveness import pump
 from ppx.sim.liveness_forms import Abstraction
 from ppx.sim.liveness_graph import fair_cycles
 from ppx.sim.liveness_report import FILE, describe
+from ppx.sim.merge import Exploration
 from ppx.sim.runner import Runner
 from ppx.sim.schedule import load
 
@@ -116,3 +117,18 @@ def test_red_arm_a_too_coarse_abstraction_is_refused_by_the_pump():
     assert ab is not None
     pumped = [pump(runner, lasso, ab, describe) for lasso in lassos[:3]]
     assert not any(p.confirmed for p in pumped) and all(p.why for p in pumped)
+
+
+def test_a_budget_spent_leaves_the_cycles_unpumped_and_the_walk_unknown():
+    runner, w = walk("green")
+    w.abstract = dict.fromkeys(w.abstract, b"one")  # cycles everywhere (the arm above)
+    assert w.exhausted and fair_cycles(w.graph, w.start, w.abstract, w.progress)
+    w.deadline = 0.0  # explore.budget_s spent as the walk ended
+    cycles = livelocks(runner, w, Exploration(rows=[]), {}, echo=lambda *_: None)
+    assert cycles and all(c["confirmed"] is None and "budget_s" in c["why"] for c in cycles)
+    assert counts(w, [], {}, 1.0, livelock=cycles)["verdict"] == "unknown"
+    # red arm: the same walk with its cycles pumped (and refused) is verified
+    w.deadline = None
+    pumped = livelocks(runner, w, Exploration(rows=[]), {}, echo=lambda *_: None)
+    assert pumped and not any(c["confirmed"] for c in pumped)
+    assert counts(w, [], {}, 1.0, livelock=pumped)["verdict"] == "verified"
