@@ -81,3 +81,11 @@ def test_first_divergence_is_the_first_pass_whose_batches_differ(tmp_path):
     assert divergence(str(tmp_path)) == "pass 1: rank0 retraction: told=8"
     pd.DataFrame(agree + [ev(1, 2, 9)]).to_parquet(tmp_path / "events.parquet")
     assert divergence(str(tmp_path)) == "pass 2: batches differ (rank0: [2]; rank1: [2, 9])"
+    # a rank that went past pass 1 without admitting there (rank 1's admit dropped)
+    skipped = [e for e in agree if (e["rank"], e["pass_id"]) != (1, 1)]
+    pd.DataFrame(skipped).to_parquet(tmp_path / "events.parquet")
+    assert divergence(str(tmp_path)) == "pass 1: batches differ (rank0: [1]; rank1: [])"
+    # red arm: a rank whose events stop before pass 2 (the run ended) is not a divergence
+    ended = [e for e in agree if (e["rank"], e["pass_id"]) != (1, 2)]
+    pd.DataFrame(ended).to_parquet(tmp_path / "events.parquet")
+    assert divergence(str(tmp_path)) is None

@@ -84,15 +84,21 @@ def _label(op: str, kind: str, pass_id: int) -> str:
 
 def divergence(run_dir: str) -> str | None:
     """The first pass at which the ranks' admitted batches (rid, told prefix) differ, or a
-    rank retracted or refused a told row."""
+    rank retracted or refused a told row. A rank that admitted nothing at a pass it went
+    past (an event of a later pass) holds an empty batch there; one whose events stop
+    before the pass (the run ended first) is left out, not read as a divergence."""
     ev = _rows(os.path.join(run_dir, "events.parquet"))
     told = [e for e in ev if e["kind"] in ("retraction", "refusal", "void") and e["pass_id"] >= 0]
     adm = [e for e in ev if e["kind"] == "admit" and e["rank"] >= 0]
+    last: dict[int, int] = {}  # rank -> the last pass it recorded anything at
+    for e in ev:
+        if e["rank"] >= 0:
+            last[e["rank"]] = max(last.get(e["rank"], -1), e["pass_id"])
     for pass_id in sorted({e["pass_id"] for e in adm + told}):
         t = [e for e in told if e["pass_id"] == pass_id]
         if t:
             return f"pass {pass_id}: rank{t[0]['rank']} {t[0]['kind']}: {t[0]['detail']}"
-        batches: dict[int, list] = {}
+        batches: dict[int, list] = {r: [] for r, at in last.items() if at > pass_id}
         for e in adm:
             if e["pass_id"] == pass_id:
                 batches.setdefault(e["rank"], []).append((e["rid"], e["detail"]))
