@@ -176,6 +176,7 @@ class EngineCfg:
 class FlipCfg:
     name: str = "off"
     enabled: bool = False
+    # both counted from the pass that takes the run's first request, then from each cutover
     every_s: float = 0.0
     every_passes: int = 0
     start_phase: str = default("flip.start_phase")

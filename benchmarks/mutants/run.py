@@ -99,6 +99,8 @@ def scenario_arm(root: str, budget: float, shrink_s: float) -> dict:
             "key": f["key"],
             "to_find": f["to_find"],
             "requests": f["requests"],
+            "shrunk": f["scenario"],  # the least failing scenario, as the shrink left it
+            "shrink_runs": f["scenario_shrink"],
             "replayed": f["replayed"],
             "replay_run": replay_verdict(root, f["replay"]),
         }
