@@ -93,7 +93,10 @@ def test_a_ledger_broken_on_other_slots_is_the_same_failure_a_cycle_elsewhere_is
     )
     # red arms: another verdict, another check, another cycle, the TP phase's livelock
     assert not same_failure("stopped: ledger: rank# # violations, ['slot # x']", ledger)
-    assert not same_failure("mismatch: oracle: rid # token #: expected #, got #", ledger)
+    oracle = "mismatch: oracle: rid # token #: expected #, got # (margin #)"
+    assert same_failure(oracle, ledger)  # one corruption, two detectors
+    channel = "mismatch: channel mismatch: rank# expects output seq=# from rank#, which sent"
+    assert not same_failure(channel, oracle) and not same_failure(channel, ledger)
     cycle = "wedged: rank0 -[recv output slot=#]-> rank2 -[recv chain]-> rank0"
     assert same_failure(cycle, cycle)
     assert not same_failure(
