@@ -11,7 +11,7 @@ First the unmutated copy runs the scenario arm (a baseline that must serve). Res
 `OUT/results.jsonl` (one line per mutant and arm, appended as they finish) and a table.
 
   python benchmarks/mutants/run.py [--only NAME,NAME] [--arms scenarios,suite]
-                                   [--budget 60] [--out DIR] [--no-baseline]
+                                   [--budget 60] [--seed S] [--out DIR] [--no-baseline]
   python benchmarks/mutants/run.py --report OUT/results.jsonl [MORE.jsonl]   # the table
 """
 
@@ -63,9 +63,9 @@ def env_for(root: str) -> dict:
     return dict(os.environ, PYTHONPATH=root, WANDB_MODE="disabled", PYTHONHASHSEED="0")
 
 
-def scenario_arm(root: str, budget: float, shrink_s: float) -> dict:
+def scenario_arm(root: str, budget: float, shrink_s: float, seed: int = 0) -> dict:
     run_dir = os.path.join(root, "explore")
-    cmd = [sys.executable, "-m", "ppx.explore", *DESIGN, "logger=none"]
+    cmd = [sys.executable, "-m", "ppx.explore", *DESIGN, "logger=none", f"explore.seed={seed}"]
     cmd += ["explore.scenarios=100000", f"explore.budget_s={budget}"]
     cmd += [f"explore.shrinker.scenario_s={shrink_s}", f"hydra.run.dir={run_dir}"]
     # a run that neither ends nor trips a livelock bound would go on to 2,000,000 steps
@@ -151,7 +151,7 @@ def run_one(m: Mutant | None, arms: list[str], args) -> list[dict]:
             apply(m, root)
         for arm in arms:
             if arm == "scenarios":
-                r = scenario_arm(root, args.budget, args.shrink_s)
+                r = scenario_arm(root, args.budget, args.shrink_s, args.seed)
             else:
                 r = suite_arm(root, m.tests, args.suite_timeout, args.suite_k)
             row = {"mutant": name, "area": m.area if m else "-", "arm": arm, **r}
@@ -201,6 +201,7 @@ def main() -> None:
     ap.add_argument("--arms", default="scenarios,suite")
     ap.add_argument("--budget", type=float, default=60.0, help="scenario search seconds")
     ap.add_argument("--shrink-s", type=float, default=30.0)
+    ap.add_argument("--seed", type=int, default=0, help="explore.seed of the scenario arm")
     ap.add_argument("--suite-timeout", type=float, default=600.0)
     # the real-gloo arms boot processes per test: minutes per file on a loaded machine
     ap.add_argument("--suite-k", default="not gloo", help="pytest -k of the suite arm")
