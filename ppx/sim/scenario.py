@@ -61,15 +61,18 @@ PREFIX_LEN = (16, 0, 8, 24, 40)
 CACHE_DROP_PASS = (4, 1, 8, 16)  # after which pass a rank drops its unheld cached prefixes
 
 
-def scenarios(base, overrides: Iterable[str] = ()) -> st.SearchStrategy[Scenario]:
+def scenarios(
+    base, overrides: Iterable[str] = (), max_requests: int = 6
+) -> st.SearchStrategy[Scenario]:
     """Scenarios within the design `base` names: a retraction only where rank 0's decision
     travels, ranks and rids within the world and the workload; the cutover's continuation,
     when a flip may start and where continuations live drawn only where the design leaves
     them open (design_scope.open_switches: a switch the design names is the design under
-    test, `overrides` the Hydra overrides that composed it)."""
+    test, `overrides` the Hydra overrides that composed it). At most `max_requests`
+    requests (a corner's own least is lowered to it)."""
     pp = int(base.pp)
     open_ = open_switches(base, overrides)
-    draw = Draw(pp, policy_of(base).decides, open_, carries(base, open_))
+    draw = Draw(pp, policy_of(base).decides, open_, carries(base, open_), max_requests)
     return st.builds(_draw, st.data(), st.just(draw))
 
 
@@ -78,7 +81,8 @@ def _draw(data, w: Draw) -> Scenario:
     pp = w.pp
     focus = draw_focus(d, w)
     mid, short = focus == MID_PREFILL, focus == SHORT_POOL
-    n = d(st.integers(2 if mid else 3 if short else 1, 6), label="requests")
+    most = w.max_requests
+    n = d(st.integers(min(2 if mid else 3 if short else 1, most), most), label="requests")
     lo = d(st.integers(8, 12) if mid else st.integers(1, 8))
     load = Load(
         num_requests=n,

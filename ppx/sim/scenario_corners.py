@@ -42,6 +42,7 @@ class Draw:
     decides: bool  # rank 0's decision travels: a rank-local retraction means something
     open_: frozenset[str] = frozenset()  # design_scope.open_switches
     carries: bool = False  # a continuation can survive a cutover (drawn or the design's)
+    max_requests: int = 6  # fewer while a shrink searches for a smaller failing scenario
 
 
 def draw_focus(d, w: Draw) -> str | None:

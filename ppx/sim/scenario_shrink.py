@@ -60,8 +60,7 @@ def with_requests(sc: Scenario, k: int) -> Scenario:
 def without_request(sc: Scenario, j: int) -> Scenario | None:
     """`sc` less request `j`'s prompt (every copy of it under repeats), the others served as
     before; None when `j` is the request the retraction fault names. Where a bug needs
-    requests 0, 2 and 3 of four, no first-k scenario fails: the evict_locked and
-    hold_forever mutants stopped at 4 requests in some runs (docs/simulation.md)."""
+    requests 0, 2 and 3 of four, no first-k scenario fails, and this one does."""
     load, rid = sc.load, sc.faults.retract_rid
     rep = max(load.repeat_count, 1)
     srcs = [kept_source(i // rep, load.skip) for i in range(load.num_requests)]

@@ -6,7 +6,8 @@ feed the coverage (coverage.py), and its novelty -- mechanisms that fired in few
 far -- is Hypothesis's `target`, so the search climbs toward what has not run yet. The first
 failing schedule stops the search; the scenario shrinks, first greedily (scenario_shrink.py:
 its requests deleted, then its parts switched off), then by Hypothesis's shrinker with the
-time left (a candidate counts as failing only as the find does: `same_failure`), the schedule
+time left (a candidate counts as failing only as the find does: `same_failure`), then by
+the search itself capped below the best's requests (scenario_smaller.py), the schedule
 shrinker (shrink.py) shrinks the smallest scenario's schedule, and the pair is saved as
 `failures/0/scenario.json` (its overrides) and `schedule.txt`, replayed exactly once before
 it is saved, with the command that replays it as a full run. `explore.budget_s` bounds the
@@ -35,6 +36,7 @@ from ppx.sim.report import replay_command
 from ppx.sim.runner import COLUMNS, Result, Runner
 from ppx.sim.scenario import Scenario, compose, flips_refused, scenarios
 from ppx.sim.scenario_shrink import same_failure, shrink_scenario
+from ppx.sim.scenario_smaller import search_smaller
 from ppx.sim.schedule import Schedule, config_hash, save
 from ppx.sim.shrink import shrink
 from ppx.sim.strategy import PctStrategy, RandomStrategy, ReplayStrategy
@@ -60,6 +62,7 @@ class Shrinking:
     t0: float = 0.0  # when the find was made: explore.shrinker.scenario_s runs from here
     greedy_runs: int = 0  # scenario_shrink's candidates (first)
     hypothesis_runs: int = 0  # Hypothesis's shrink candidates (with the time left)
+    smaller_runs: int = 0  # scenario_smaller's capped search (with what is left after)
 
 
 class _Failed(Exception):
@@ -166,9 +169,8 @@ class ScenarioSearch:
             self.best = find
             return True
 
-        _, self.shrink.greedy_runs = shrink_scenario(
-            self.best.scenario, fails, self.shrink_out_of_time
-        )
+        _, runs = shrink_scenario(self.best.scenario, fails, self.shrink_out_of_time)
+        self.shrink.greedy_runs += runs  # the capped search shrinks each of its finds too
 
     def search(self, n: int) -> None:
         """`n` scenarios in rounds of ROUND, each its own Hypothesis search (seed, round):
@@ -213,6 +215,8 @@ def explore_scenarios(base, out_dir: str, overrides: list[str], echo, config_nam
     with open(os.path.join(out_dir, "ranks.log"), "w") as log:
         s = ScenarioSearch(base, log, echo, overrides)
         s.search(int(x.scenarios))
+        if s.first is not None:
+            search_smaller(s, ROUND)
         wall = time.time() - s.t0
         failures = {}
         found = None
@@ -253,6 +257,7 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
     path = os.path.abspath(os.path.join(d, "schedule.txt"))
     over = [*overrides, *best.scenario.overrides(pp)]
     r = best.result
+    runs = s.shrink.greedy_runs + s.shrink.hypothesis_runs + s.shrink.smaller_runs
     save(path, Schedule(config_hash(cfg), over, best.strategy, best.seed, r.verdict, sh.choices))
     first_over = [*overrides, *first.scenario.overrides(pp)]
     save(
@@ -271,9 +276,10 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
         "requests": [first.scenario.load.num_requests, best.scenario.load.num_requests],
         "scenario": best.scenario.as_dict(),
         "overrides": best.scenario.overrides(pp),
-        "scenario_shrink_runs": s.shrink.greedy_runs + s.shrink.hypothesis_runs,
+        "scenario_shrink_runs": runs,
         "scenario_shrink": {
             "greedy_runs": s.shrink.greedy_runs, "hypothesis_runs": s.shrink.hypothesis_runs,
+            "smaller_runs": s.shrink.smaller_runs,
         },
         "schedule_shrink": {
             "delays": list(sh.delays), "choice_points": list(sh.length), "runs": sh.runs,
@@ -286,8 +292,8 @@ def _save(s: ScenarioSearch, base, out_dir, overrides, config_name, log, echo) -
         json.dump(found, fh, indent=1)
     echo(
         f"ppx.explore: failure: {r.key}; scenario shrunk {found['requests'][0]} -> "
-        f"{found['requests'][1]} requests in {s.shrink.greedy_runs} + {s.shrink.hypothesis_runs} runs (greedy + "
-        f"Hypothesis), schedule {sh.length[0]} -> "
+        f"{found['requests'][1]} requests in {s.shrink.greedy_runs} + {s.shrink.hypothesis_runs} + "
+        f"{s.shrink.smaller_runs} runs (greedy + Hypothesis + a capped search), schedule {sh.length[0]} -> "
         f"{sh.length[1]} choice points; replayed exactly: {replayed}"
     )
     echo(f"  replay: {found['replay']}")

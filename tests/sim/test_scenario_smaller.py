@@ -1,0 +1,89 @@
+"""The scenario shrink's capped search (ppx/sim/scenario_smaller.py): where no neighbour of
+the find fails alike, the search's own draw below the best's requests finds a smaller
+scenario of the same failure, which the greedy pass then shrinks in turn."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from explore_helpers import explorer_cfg
+
+from ppx.sim.runner import Result
+from ppx.sim.scenario import Flips, Load, Scenario
+from ppx.sim.scenario_shrink import shrink_scenario
+from ppx.sim.scenario_smaller import search_smaller
+from ppx.sim.scenarios import Find, ScenarioSearch
+
+# the find: five requests, a 40-token prefix, flips every 9 passes
+FIVE = Scenario(Load(num_requests=5, prefix_len=40, concurrency=5), flips=Flips(every=9))
+
+
+def _island(c: Scenario) -> bool:
+    """A failure at five requests with a 40-token prefix, and at four or fewer with a
+    16-token one: no single change to the find reaches the smaller ones."""
+    n, prefix = c.load.num_requests, c.load.prefix_len
+    return (n == 5 and prefix == 40) or (n <= 4 and prefix == 16)
+
+
+def _search(fails=_island, other=lambda c: False) -> ScenarioSearch:
+    s = ScenarioSearch(
+        explorer_cfg("pp=3", "engine/admission=decision", "engine/ordering=decision_first"),
+        io.StringIO(),
+    )
+
+    def result(reason: str) -> Result:
+        return Result({"verdict": "stopped", "reason": reason, "cycle": None}, [])
+
+    def run_scenario(c: Scenario, record: bool):
+        if other(c):
+            return {}, Find(c, result("another failure"), "random", 0)
+        return {}, Find(c, result("the failure"), "random", 0) if fails(c) else None
+
+    s.run_scenario = run_scenario
+    s.first = s.best = Find(FIVE, result("the failure"), "random", 0)
+    s.shrink.t0 = time.time()
+    return s
+
+
+def test_the_capped_search_reaches_what_the_greedy_pass_cannot():
+    # red arm: the greedy pass alone stays at five (every neighbour serves)
+    best, runs = shrink_scenario(FIVE, _island, lambda: False)
+    assert (best.load.num_requests, best.load.prefix_len) == (5, 40) and runs > 0
+    s = _search()
+    s.shrink_greedy()
+    assert s.best.scenario.load.num_requests == 5
+    search_smaller(s, 24)
+    assert s.best.scenario.load.num_requests == 1 and s.best.scenario.load.prefix_len == 16
+    assert s.shrink.smaller_runs > 0 and s.best.result.key == s.first.result.key
+
+
+def test_a_smaller_scenario_failing_otherwise_is_not_taken():
+    s = _search(other=lambda c: c.load.num_requests <= 4)
+    search_smaller(s, 24)
+    assert s.best.scenario == FIVE  # every smaller one fails, but not as the find does
+    assert s.shrink.smaller_runs > 0
+
+
+def test_the_capped_search_keeps_to_the_shrinks_time():
+    s = _search()
+    s.shrink_s, s.shrink.t0 = 1.0, time.time() - 2.0  # the shrink's time already spent
+    search_smaller(s, 24)
+    assert s.best.scenario == FIVE and s.shrink.smaller_runs == 0
+
+
+def test_the_cap_bounds_the_draw():
+    from hypothesis import given, settings
+
+    from ppx.sim.scenario import scenarios
+
+    base = explorer_cfg("pp=3", "engine/admission=decision", "engine/ordering=decision_first")
+    seen: list[int] = []
+
+    @settings(max_examples=60, database=None, deadline=None)
+    @given(scenarios(base, max_requests=2))
+    def draw(sc: Scenario) -> None:
+        seen.append(sc.load.num_requests)
+
+    draw()
+    assert set(seen) == {1, 2}  # the corners' own least (2 or 3) is lowered to the cap
