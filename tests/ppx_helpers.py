@@ -78,6 +78,21 @@ def compose(*overrides: str):
     return validate(cfg)
 
 
+def workload_prompts(*overrides: str) -> list[tuple]:
+    """The (prompt, max_new) of every request the composed workload submits."""
+    from ppx.frontend.make import make_workload
+
+    wl = make_workload(compose(*overrides))
+    return [(tuple(r.prompt), r.max_new) for r in (wl.request(i) for i in range(wl.count))]
+
+
+def one_row_trace(tmp_path) -> list[str]:
+    """The overrides of workload=trace over a one-row Azure CSV written under `tmp_path`."""
+    trace = tmp_path / "azure.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,37,4\n")
+    return ["workload=trace", "workload.trace.format=azure", f"workload.path={trace}"]
+
+
 def on_gloo(overrides: list[str]) -> list[str]:
     """A sim test's overrides, run on real gloo processes instead."""
     return [o for o in overrides if o != "engine.transport=sim"] + ["engine.transport=gloo"]

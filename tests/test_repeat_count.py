@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import json
 
-from ppx_helpers import assert_refused, compose
+from ppx_helpers import assert_refused, compose, one_row_trace
+from ppx_helpers import workload_prompts as _prompts
 
 from ppx.frontend.make import make_workload
-
-
-def _prompts(*overrides: str) -> list[tuple]:
-    wl = make_workload(compose(*overrides))
-    return [(tuple(r.prompt), r.max_new) for r in (wl.request(i) for i in range(wl.count))]
 
 
 def test_each_generated_prompt_comes_k_times_in_a_row():
@@ -46,8 +42,6 @@ def test_prompt_file_lines_repeat_and_cap_the_count(tmp_path):
 
 def test_repeat_count_refusals(tmp_path):
     assert_refused(["workload.bench.repeat_count=0"], "workload.bench.repeat_count=0 must be >= 1")
-    trace = tmp_path / "azure.csv"
-    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,37,4\n")
-    over = ["workload=trace", "workload.trace.format=azure", f"workload.path={trace}"]
+    over = one_row_trace(tmp_path)
     assert_refused([*over, "workload.bench.repeat_count=2"], "workload=trace replays each row once")
     assert make_workload(compose(*over)).count == 1

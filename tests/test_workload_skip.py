@@ -6,15 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from ppx_helpers import assert_refused, compose
+from ppx_helpers import assert_refused, one_row_trace
+from ppx_helpers import workload_prompts as _prompts
 
-from ppx.frontend.make import make_workload
 from ppx.frontend.workloads import kept_source
-
-
-def _prompts(*overrides: str) -> list[tuple]:
-    wl = make_workload(compose(*overrides))
-    return [(tuple(r.prompt), r.max_new) for r in (wl.request(i) for i in range(wl.count))]
 
 
 @pytest.mark.parametrize("skip", [[], [0], [2], [1, 3], [3, 1, 1]])
@@ -47,7 +42,6 @@ def test_a_prompt_file_skips_its_lines_and_caps_the_count(tmp_path):
 
 def test_skip_refusals(tmp_path):
     assert_refused(["workload.skip=[2,-1]"], "workload.skip=[2, -1] holds a negative prompt index")
-    trace = tmp_path / "azure.csv"
-    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,37,4\n")
-    over = ["workload=trace", "workload.trace.format=azure", f"workload.path={trace}"]
-    assert_refused([*over, "workload.skip=[0]"], "workload.skip=[0]: workload=trace replays")
+    assert_refused(
+        [*one_row_trace(tmp_path), "workload.skip=[0]"], "workload.skip=[0]: workload=trace replays"
+    )

@@ -92,7 +92,7 @@ def _draw(data, w: Draw) -> Scenario:
         prompt_max=lo + d(st.integers(0, 12)),
         max_new=d(st.integers(1, 6)),
         # two at once at least: a continuation beside another resident mid-prefill
-        concurrency=d(st.integers(2 if mid else 1, n)),
+        concurrency=d(st.integers(min(2 if mid else 1, n), n)),
         # repeats in two scenarios of five: a copy takes a distinct prompt's place, and the
         # pools' pressure needs distinct prompts (zoo evict_locked's pressure: 7 of 48 probe
         # runs without repeats, 1 of 48 with every prompt twice)

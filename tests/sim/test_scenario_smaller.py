@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import time
 
+import pytest
 from explore_helpers import explorer_cfg
 
 from ppx.sim.runner import Result
@@ -72,18 +73,23 @@ def test_the_capped_search_keeps_to_the_shrinks_time():
     assert s.best.scenario == FIVE and s.shrink.smaller_runs == 0
 
 
-def test_the_cap_bounds_the_draw():
+@pytest.mark.parametrize("cap", [1, 2])
+def test_the_cap_bounds_the_draw(cap):
+    """Every draw below a corner's own least (the mid-prefill corner's 2 requests and 2 at
+    once, the short pool's 3) is lowered to the cap; at cap 1 the draw once raised
+    `InvalidArgument` for the concurrency, and the zoo's explorer exited with it."""
     from hypothesis import given, settings
 
     from ppx.sim.scenario import scenarios
 
     base = explorer_cfg("pp=3", "engine/admission=decision", "engine/ordering=decision_first")
-    seen: list[int] = []
+    seen: list[tuple[int, int]] = []
 
-    @settings(max_examples=60, database=None, deadline=None)
-    @given(scenarios(base, max_requests=2))
+    @settings(max_examples=120, database=None, deadline=None)
+    @given(scenarios(base, max_requests=cap))
     def draw(sc: Scenario) -> None:
-        seen.append(sc.load.num_requests)
+        seen.append((sc.load.num_requests, sc.load.concurrency))
 
     draw()
-    assert set(seen) == {1, 2}  # the corners' own least (2 or 3) is lowered to the cap
+    assert {n for n, _ in seen} == set(range(1, cap + 1))
+    assert all(1 <= c <= n for n, c in seen)
