@@ -17,7 +17,7 @@ shrunk greedily in turn, and the capped search goes on from it. It gives up afte
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
 from hypothesis import seed as hyp_seed
@@ -26,8 +26,24 @@ from ppx.config import ConfigError
 from ppx.sim.scenario import Scenario, scenarios
 from ppx.sim.scenario_shrink import same_failure
 
-if TYPE_CHECKING:
-    from ppx.sim.scenarios import ScenarioSearch
+
+class ScenarioSearch(Protocol):
+    """What the capped search reads and moves of scenarios.ScenarioSearch (named here, not
+    imported: that module calls this one)."""
+
+    base: Any
+    overrides: tuple[str, ...]
+    seed0: int
+    first: Any  # scenarios.Find: the find, whose failure key is shrunk
+    best: Any  # scenarios.Find: the smallest failing scenario so far
+    shrink: Any  # scenarios.Shrinking: the shrink's clock and runs
+
+    def run_scenario(self, sc: Scenario, record: bool) -> tuple[dict[str, int], Any]: ...
+
+    def shrink_out_of_time(self) -> bool: ...
+
+    def shrink_greedy(self) -> None: ...
+
 
 IDLE_ROUNDS = 4  # capped rounds in a row with no smaller find: the search gives up
 SEED_OFFSET = 10_000  # the capped rounds' Hypothesis seeds, apart from the search's own

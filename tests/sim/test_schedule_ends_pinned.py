@@ -49,7 +49,10 @@ PINNED = {  # main at 4d7576b, before the speed work
     "default": "c6efd2ae0b100bb5",  # ['served']
     "decision_first": "cdb6c6bcb6bb3569",  # ['served']
     "flip": "9bd5415d080483f2",  # ['served']
-    "pool_skew": "7f654ce30e45f9ab",  # ['stopped']
+    # re-recorded when the failure key began to write a list of numbers as `[#, ...]`
+    # (runner.failure_key): the stop names both batches' rids; with the old key the digest is
+    # 4d7576b's 7f654ce30e45f9ab, the choices, tokens and verdicts unchanged
+    "pool_skew": "ff769617c81a77d4",  # ['stopped']
     "lose_message": "59b48d9eec8567c7",  # ['mismatch']
     "slow_rank": "b8af74d33029f7d4",  # ['served']
     "voids": "7ba9d87af6edd8e4",  # ['served']
