@@ -11,7 +11,8 @@ the search itself capped below the best's requests (scenario_smaller.py), the sc
 shrinker (shrink.py) shrinks the smallest scenario's schedule, and the pair is saved as
 `failures/0/scenario.json` (its overrides) and `schedule.txt`, replayed exactly once before
 it is saved, with the command that replays it as a full run. `explore.budget_s` bounds the
-search, `explore.shrinker.scenario_s` both shrinks of the scenario (0: unbounded). The design
+search, `explore.shrinker.scenario_s` every stage of the scenario's shrink (0: unbounded;
+the capped search then stops after its idle rounds). The design
 decides which mechanism groups can fire at all (design_scope.py): summary.json's
 `mechanisms_absent`, apart from `mechanisms_missing`.
 """
