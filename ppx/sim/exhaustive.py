@@ -74,6 +74,10 @@ class ExhaustiveWalker(DfsWalker):
         self.deadline: float | None = None  # perf_counter time the walk stops at (a budget)
         self.out_of_time = False  # the budget ended the walk (inside a run, too)
 
+    def past_deadline(self) -> bool:
+        """Has the walk's budget (`explore.budget_s`) run out?"""
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
     def strategy(self) -> ExhaustiveStrategy:
         return ExhaustiveStrategy(self)
 
@@ -158,7 +162,7 @@ class ExhaustiveStrategy(DfsStrategy):
         w, k = self.w, self.k
         if k < len(w.path) or w.fp is None:
             return super().choose(ready, point, sched)
-        if w.deadline is not None and time.perf_counter() > w.deadline:
+        if w.past_deadline():
             w.out_of_time = True  # one long run must not outlast the budget (a stall's run)
             return None
         digest = w.fp.of(sched)

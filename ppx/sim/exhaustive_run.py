@@ -113,8 +113,7 @@ def livelocks(runner: Runner, walker: ExhaustiveWalker, ex: Exploration, traces:
     out = []
     assert walker.abstraction is not None
     for lasso in fair_cycles(walker.graph, walker.start, walker.abstract, walker.progress):
-        spent = walker.deadline is not None and time.perf_counter() > walker.deadline
-        if spent:  # each pump is a run of several laps: the budget bounds them too
+        if walker.past_deadline():  # each pump is a run of several laps: the budget bounds them too
             out.append({"confirmed": None, "why": "explore.budget_s was spent: not pumped",
                         "trace_len": len(lasso.prefix), "lap_len": len(lasso.lap)})  # fmt: skip
             continue

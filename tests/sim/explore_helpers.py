@@ -51,3 +51,32 @@ def whole_prompt_match(monkeypatch) -> None:
     monkeypatch.setattr(
         KVCache, "match", lambda c, tokens, may_load=True: c._capped(len(c.tree.match(tokens)[0]))
     )
+
+
+def planted_search(found, fails, other=lambda c: False):
+    """A ScenarioSearch of the decision design whose scenario runs are a planted bug: a
+    scenario fails with "another failure" where `other` says so (checked first), with "the
+    failure" where `fails` does; `found` is its find, and the shrink's clock has started."""
+    import io
+    import time
+
+    from ppx.sim.runner import Result
+    from ppx.sim.scenarios import Find, ScenarioSearch
+
+    s = ScenarioSearch(
+        explorer_cfg("pp=3", "engine/admission=decision", "engine/ordering=decision_first"),
+        io.StringIO(),
+    )
+
+    def result(reason: str) -> Result:
+        return Result({"verdict": "stopped", "reason": reason, "cycle": None}, [])
+
+    def run_scenario(c, record: bool):
+        if other(c):
+            return {}, Find(c, result("another failure"), "random", 0)
+        return {}, Find(c, result("the failure"), "random", 0) if fails(c) else None
+
+    s.run_scenario = run_scenario
+    s.first = s.best = Find(found, result("the failure"), "random", 0)
+    s.shrink.t0 = time.time()
+    return s

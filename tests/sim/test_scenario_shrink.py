@@ -3,16 +3,11 @@ and fields back to their defaults, a candidate kept only when it fails alike and
 
 from __future__ import annotations
 
-import io
-import time
-
-from explore_helpers import explorer_cfg
+from explore_helpers import planted_search
 
 from ppx.frontend.workloads import kept_source
-from ppx.sim.runner import Result
 from ppx.sim.scenario import Batching, Faults, Flips, Load, Pressure, Scenario
 from ppx.sim.scenario_shrink import candidates, shrink_scenario, with_requests, without_request
-from ppx.sim.scenarios import Find, ScenarioSearch
 
 SIX = Scenario(
     Load(num_requests=6, num_prefixes=2, prefix_len=40, max_new=5, concurrency=4),
@@ -62,23 +57,8 @@ def test_the_greedy_shrink_stops_when_its_time_is_spent():
 def test_the_search_shrinks_its_find_greedily_before_hypothesis_does():
     """ScenarioSearch.shrink_greedy keeps the smallest candidate that fails with the find's
     key: one that fails otherwise is not the failure being shrunk."""
-    s = ScenarioSearch(
-        explorer_cfg("pp=3", "engine/admission=decision", "engine/ordering=decision_first"),
-        io.StringIO(),
-    )
-
-    def result(key_reason: str) -> Result:
-        return Result({"verdict": "stopped", "reason": key_reason, "cycle": None}, [])
-
-    def run_scenario(c: Scenario, record: bool):
-        if c.load.num_requests == 1:  # one request fails too, but otherwise
-            return {}, Find(c, result("another failure"), "random", 0)
-        ok = _needs_two_on_a_cut_pool(c)
-        return {}, Find(c, result("the failure"), "random", 0) if ok else None
-
-    s.run_scenario = run_scenario
-    s.first = s.best = Find(SIX, result("the failure"), "random", 0)
-    s.shrink.t0 = time.time()
+    # one request fails too, but otherwise
+    s = planted_search(SIX, _needs_two_on_a_cut_pool, lambda c: c.load.num_requests == 1)
     s.shrink_greedy()
     assert s.best.scenario.load.num_requests == 2 and s.shrink.greedy_runs > 0
     assert s.best.result.key == s.first.result.key

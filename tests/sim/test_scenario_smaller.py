@@ -4,17 +4,14 @@ scenario of the same failure, which the greedy pass then shrinks in turn."""
 
 from __future__ import annotations
 
-import io
 import time
 
 import pytest
-from explore_helpers import explorer_cfg
+from explore_helpers import explorer_cfg, planted_search
 
-from ppx.sim.runner import Result
 from ppx.sim.scenario import Flips, Load, Scenario
 from ppx.sim.scenario_shrink import shrink_scenario
 from ppx.sim.scenario_smaller import search_smaller
-from ppx.sim.scenarios import Find, ScenarioSearch
 
 # the find: five requests, a 40-token prefix, flips every 9 passes
 FIVE = Scenario(Load(num_requests=5, prefix_len=40, concurrency=5), flips=Flips(every=9))
@@ -27,24 +24,8 @@ def _island(c: Scenario) -> bool:
     return (n == 5 and prefix == 40) or (n <= 4 and prefix == 16)
 
 
-def _search(fails=_island, other=lambda c: False) -> ScenarioSearch:
-    s = ScenarioSearch(
-        explorer_cfg("pp=3", "engine/admission=decision", "engine/ordering=decision_first"),
-        io.StringIO(),
-    )
-
-    def result(reason: str) -> Result:
-        return Result({"verdict": "stopped", "reason": reason, "cycle": None}, [])
-
-    def run_scenario(c: Scenario, record: bool):
-        if other(c):
-            return {}, Find(c, result("another failure"), "random", 0)
-        return {}, Find(c, result("the failure"), "random", 0) if fails(c) else None
-
-    s.run_scenario = run_scenario
-    s.first = s.best = Find(FIVE, result("the failure"), "random", 0)
-    s.shrink.t0 = time.time()
-    return s
+def _search(other=lambda c: False):
+    return planted_search(FIVE, _island, other)
 
 
 def test_the_capped_search_reaches_what_the_greedy_pass_cannot():
