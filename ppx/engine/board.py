@@ -186,7 +186,7 @@ class RankBoard:
         self.ring = board.ring(rank)
         self.f[F.PID] = os.getpid()
         self._head = int(self.f[F.RING_HEAD])
-        # the board's clock: wall time, or the simulator's virtual time (sim.world.SimBoard),
+        # the board's clock: wall time, or the simulator's virtual time (sim.world_parts.SimBoard),
         # so a simulated state holds no wall-clock reading (the exhaustive search's
         # fingerprint compares states by value)
         self._ns = board.clock_ns

@@ -3,9 +3,11 @@ exhaustive explorations up a ladder of bounds, one row per cell.
 
     python -m ppx.sim.gallery [--budget-s 30] [--cap 20000] [--match TEXT] [--arm red|green]
         [--requests 2] [--max-new 1] [--fixed] [--property expectation|verdict]
+        [--clock auto|idle|step]
 
 Each cell runs as the gallery composes it (its design switches, faults, flips), on the hash
-model and the idle clock (the cell's own `model` and the gallery's clock are cut), with the
+model and the idle clock, or the step clock for a cell with a host tier (`walk_clock`; the
+cell's own `model` and the gallery's clock are cut), with the
 load cut to each rung's bound: from `--requests`, `--max-new` up to the cell's own
 `workload.num_requests` and `workload.max_new` as the study composes them (gallery_ladder.py
 says how a red and a green climb). `--budget-s` is wall seconds per cell, all rungs
@@ -23,7 +25,7 @@ came first), the bound it names (the refuting rung, else the largest verified), 
 where the budget ran out, the ladder's top (the cell's own load, or the fixed bound), then the counts of the deciding walk
 (states, transitions, wall, states/s, trace length, whether it was exhausted: an exhausted
 red's trace is the shortest of all, by breadth-first search over the whole graph), the
-ladder's wall and every rung's answers (a red's probe first, then
+ladder's wall, the walks' clock and every rung's answers (a red's probe first, then
 the walk: `V` verified, `R` refuted, `?` unknown; `-` no time left to walk it; `s`/`f`: the
 probe found no such end / one), and the failure of the trace.
 """
@@ -122,16 +124,38 @@ def compose(overrides: list[str]):
     return _compose("explorer", overrides)
 
 
-def walker(cell: Cell, cap: int, own: Rung | None = None, expectation: bool = True):
+CLOCKS = ("auto", "idle", "step")  # --clock: `auto` is walk_clock's choice per cell
+
+
+def walk_clock(cfg) -> str:
+    """The clock a cell's walk runs on (`--clock auto`). The idle clock (time moves only when
+    no task can run) keeps the state graph small and loses no behaviour where every effect
+    on the clock is waited on: a sleep's or a timeout's deadline is a wake-up it jumps to. A
+    host tier's load-back is polled instead (`HostTier.pending_for`, once a pass), and ranks
+    that poll it can always run, so on the idle clock it never lands while they do (the
+    walk meets `stalled` ends and Zeno laps, liveness.py) and the race it is part of is
+    never reached: #1175's rank 0 load landed in 2 ms while rank 1's 300 ms one has not. A
+    cell with a host tier walks on the step clock, where every step costs sim.step_us and a
+    load lands after finitely many polls, as on a real one."""
+    return "step" if bool(cfg.engine.kv.host_tier) else "idle"
+
+
+def walker(
+    cell: Cell, cap: int, own: Rung | None = None, expectation: bool = True, clock: str = "auto"
+):
     """The ladder's `walk(rung, budget, probe)` for one cell: an exhaustive exploration at
     the rung's bound (a probe: its first schedule alone, no cache), looking for an end that
     meets a red's expectation or fails a green's (gallery_expect.py; the checks that count
     the load only at `own`, the cell's own load). `expectation=False`: for an end that is
-    not served (the property before the expectations were checked)."""
+    not served (the property before the expectations were checked). `clock`: the walk's
+    clock, `auto` for walk_clock's choice."""
     from ppx.sim.exhaustive_run import search
 
+    if clock == "auto":
+        clock = walk_clock(compose(cell.overrides))
+
     def walk(rung: Rung, budget_s: float, probe: bool) -> Walk:
-        x = ["explore.clock=idle", "explore.strategy=exhaustive", "explore.shrinker.runs=0",
+        x = [f"explore.clock={clock}", "explore.strategy=exhaustive", "explore.shrinker.runs=0",
              f"explore.schedules={1 if probe else cap}", f"explore.budget_s={budget_s}"]  # fmt: skip
         if probe:
             x.append("explore.exhaustive.cache=false")
@@ -173,10 +197,10 @@ def study_schedule(cfg, prop: EndProperty | None) -> Walk | None:
 
 HEAD = (f"{'cell':<40} {'arm':<6} {'verdict':<9} {'bound':>6} {'out_at':>6} {'top':>6} "
         f"{'states':>7} {'trans':>7} {'wall_s':>7} {'states/s':>9} {'trace':>6} {'exh':>3} "
-        f"{'total_s':>7}  ladder | failure")  # fmt: skip
+        f"{'total_s':>7} {'clock':>5}  ladder | failure")  # fmt: skip
 
 
-def row(name: str, c: Climb) -> str:
+def row(name: str, c: Climb, clock: str) -> str:
     d = c.deciding
     bound = c.refuted or c.verified
     out_at = c.stopped if c.refuted is None else None
@@ -189,7 +213,7 @@ def row(name: str, c: Climb) -> str:
             f"{num(out_at):>6} {c.own!s:>6} {num(d and d.states):>7} "
             f"{num(d and d.transitions):>7} {d.wall_s if d else 0:>7.1f} {rate:>9} "
             f"{num(d and d.trace_len):>6} {('yes' if d and d.exhausted else 'no'):>3} "
-            f"{c.wall_s:>7.1f}  {c.ladder} | {(d.failure if d else '')[:60]}")  # fmt: skip
+            f"{c.wall_s:>7.1f} {clock:>5}  {c.ladder} | {(d.failure if d else '')[:60]}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="what an end is checked against: the cell's expectation (a red "
                     "refuted by an end meeting it, a green by one failing it), or `verdict`: "
                     "any end not served")  # fmt: skip
+    ap.add_argument("--clock", choices=CLOCKS, default="auto",
+                    help="the walks' clock: `auto` is idle, or step for a cell with a host "
+                    "tier (walk_clock)")  # fmt: skip
     args = ap.parse_args(argv)
     if args.requests < 1 or args.max_new < 1 or args.budget_s <= 0 or args.cap < 1:
         print("ppx.sim.gallery: --requests, --max-new, --cap and --budget-s must be positive",
@@ -216,13 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             own = cell.own()
             ladder = [start] if args.fixed else rungs(own, start)
-            compose([*cell.overrides, *start.overrides()])
+            cfg = compose([*cell.overrides, *start.overrides()])
         except ConfigError as e:
             print(f"{cell.name[:39]:<40} {cell.arm:<6} config error: {e}", flush=True)
             continue
-        walk = walker(cell, args.cap, own, args.property == "expectation")
+        clock = walk_clock(cfg) if args.clock == "auto" else args.clock
+        walk = walker(cell, args.cap, own, args.property == "expectation", clock)
         got = climb(cell.arm, ladder, args.budget_s, walk)
-        print(row(cell.name, got), flush=True)
+        print(row(cell.name, got, clock), flush=True)
     return 0
 
 
