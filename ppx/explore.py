@@ -40,6 +40,16 @@ def main(cfg: DictConfig) -> None:
     from ppx.sim.explore import explore, summary_of
     from ppx.sim.report import write_summary
     from ppx.sim.schedule import config_hash
+    from ppx.sim.timing import polls_the_clock
+
+    if str(cfg.explore.clock) == "idle" and polls_the_clock(cfg):
+        print(
+            "ppx.explore: note: explore.clock=idle with engine.kv.host_tier: a host load is "
+            "polled, and the idle clock moves only when no task can run, so it lands only when "
+            "every rank parks (expect stalled ends where it would have landed); "
+            "explore.clock=step or faults.timing=choice lands it (docs/simulation.md)",
+            flush=True,
+        )
 
     hc = HydraConfig.get()
     out_dir = hc.runtime.output_dir

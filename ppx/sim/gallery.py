@@ -42,6 +42,7 @@ from ppx.config import ConfigError
 from ppx.replay import CONF_DIR
 from ppx.sim.gallery_expect import EndProperty, cell_expectations
 from ppx.sim.gallery_ladder import Climb, Rung, Walk, climb, rungs
+from ppx.sim.timing import polls_the_clock
 
 # the gallery's base keys the explorer sets itself (it always runs the simulator, no logger)
 SKIP = ("logger=", "engine.transport=", "workload.max_new=")
@@ -128,16 +129,14 @@ CLOCKS = ("auto", "idle", "step")  # --clock: `auto` is walk_clock's choice per 
 
 
 def walk_clock(cfg) -> str:
-    """The clock a cell's walk runs on (`--clock auto`). The idle clock (time moves only when
-    no task can run) keeps the state graph small and loses no behaviour where every effect
-    on the clock is waited on: a sleep's or a timeout's deadline is a wake-up it jumps to. A
-    host tier's load-back is polled instead (`HostTier.pending_for`, once a pass), and ranks
-    that poll it can always run, so on the idle clock it never lands while they do (the
-    walk meets `stalled` ends and Zeno laps, liveness.py) and the race it is part of is
-    never reached: #1175's rank 0 load landed in 2 ms while rank 1's 300 ms one has not. A
-    cell with a host tier walks on the step clock, where every step costs sim.step_us and a
-    load lands after finitely many polls, as on a real one."""
-    return "step" if bool(cfg.engine.kv.host_tier) else "idle"
+    """The clock a cell's walk runs on (`--clock auto`). The idle clock keeps the state graph
+    small and loses no behaviour where every effect on the clock is waited on: a sleep's or
+    a timeout's deadline is a wake-up it jumps to. A cell whose runs poll the clock
+    (timing.polls_the_clock: a host tier's load-back) walks on the step clock instead, where
+    every step costs sim.step_us and a load lands after finitely many polls, as on a real
+    clock; on the idle clock the race it is part of is never reached (#1175: rank 0's 2 ms
+    load landed while rank 1's 300 ms one has not)."""
+    return "step" if polls_the_clock(cfg) else "idle"
 
 
 def walker(

@@ -39,6 +39,17 @@ def sim_tasks(cfg) -> int:
     return int(cfg.pp) + 1 + int(FAULT_TIMINGS.of(cfg))
 
 
+def polls_the_clock(cfg) -> bool:
+    """Does a run of `cfg` poll an effect that lands on the clock? A host tier's load-back
+    under fixed timing lands `prefetch_ms` after it started, and a rank learns of it only by
+    asking, once a pass (`HostTier.pending_for`): it never parks on it. On the idle clock
+    (`explore.clock=idle`, time moves only when no task can run) ranks running passes can
+    always run, so such a load never lands while they do, and the runs meet `stalled` ends
+    and Zeno laps (liveness.py) where on any clock that moves with the work it would have
+    landed. Under choice timing the daemon lands it, on either clock."""
+    return bool(cfg.engine.kv.host_tier) and not FAULT_TIMINGS.of(cfg)
+
+
 # Fairness: a pending effect lands at the latest at the rank's LOOK_BOUND-th look at it. A
 # strategy may pass the daemon over for good (pct with the daemon at the lowest priority),
 # and ranks that keep passing while a load never lands end `stalled` or `livelocked`, a run

@@ -67,5 +67,7 @@ def test_walk_clock_is_idle_unless_a_host_tier_polls_the_clock():
     assert names
     for c in names.values():
         assert gallery.walk_clock(gallery.compose(c.overrides)) == "step"
+    for c in names.values():  # the daemon lands a load under choice timing: no poll waits
+        assert gallery.walk_clock(gallery.compose([*c.overrides, "faults.timing=choice"])) == "idle"
     for c in gallery.gallery_cells("f31fd5e"):
         assert gallery.walk_clock(gallery.compose(c.overrides)) == "idle"

@@ -106,3 +106,19 @@ def test_bad_explore_keys_are_refused_in_one_line_before_anything_runs():
     ]
     for overrides, words in cases:
         assert_refused(overrides, words)
+
+
+def test_an_idle_clock_over_a_polled_host_load_gets_a_note(tmp_path):
+    # a host load is polled once a pass; on the idle clock it lands only when every rank
+    # parks, so the explorer says so before it runs (timing.polls_the_clock)
+    host = ["engine/ordering=decision_first", "engine.kv.host_tier=true", "explore.schedules=1"]
+    note = "ppx.explore: note: explore.clock=idle with engine.kv.host_tier"
+    idle = explore(tmp_path / "idle", *host, "explore.clock=idle")
+    assert idle.returncode == 0, idle.stderr[-2000:]
+    assert note in idle.stdout
+    # red arms: the step clock, and choice timing on the idle clock, land the load
+    for arm, extra in (("step", ["explore.clock=step"]),
+                       ("choice", ["explore.clock=idle", "faults.timing=choice"])):  # fmt: skip
+        proc = explore(tmp_path / arm, *host, *extra)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert note not in proc.stdout
