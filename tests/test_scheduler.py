@@ -50,3 +50,24 @@ def test_void_requeues_each_request_once_and_keeps_tokens():
     assert s.cache.ledger()["num_violations"] == 0 and s.cache.reserved == 0
     b = pol.form(0, 1)
     assert b.rids == [0, 1]
+
+
+def test_a_stale_void_leaves_a_request_admitted_again_since_alone():
+    # rid 0's prefill spans two passes (8 + 8 + 4 tokens). Both passes are voided, the
+    # second's void arriving after rank 0 admitted the rid again: that void names the old
+    # admission (batch.incarnation), and re-queuing the rid for it would pull the new one
+    # out of the batch it was placed in
+    s, pol = _sched(chunk=8, slots=2)
+    s.add([Req(0, list(range(1, 21)), max_new=3)])
+    first = pol.form(0, 0)
+    first.launched = True  # as the rank loop marks it (loop.py, step_launch)
+    s.after_launch(first)
+    second = pol.form(1, 1)  # the next chunk, placed ahead
+    assert second.rids == [0] and second.entries[0].prefix_len == 8
+    assert [r.rid for r in s.void(first)] == [0]  # the first void: re-queued once
+    again = pol.form(0, 2)  # admitted again (its launched first chunk reused from the tree)
+    assert again.rids == [0]
+    assert again.incarnation[0] != second.incarnation[0]
+    assert s.void(second) == []  # stale: the rid is the new admission's now
+    assert list(s.waiting) == [] and s.reqs[0].row >= 0
+    assert s.cache.ledger()["num_violations"] == 0
