@@ -88,3 +88,50 @@ def test_rollback_undoes_an_extend():
     assert r.computed == 0 and c.ledger()["num_violations"] == 0
     c.release(r)
     assert c.reserved == 0 and len(c.free) == 64
+
+
+def test_a_split_keeps_the_lock_of_the_node_it_splits():
+    # a request holds [1, 2, 3, 4]; a sibling that shares [1, 2] splits that node, and the
+    # new parent [1, 2] is part of the held path: eviction must not take it
+    t = RadixTree()
+    t.insert([1, 2, 3, 4], [0, 1, 2, 3])
+    _, held = t.match([1, 2, 3, 4])
+    t.lock(held)
+    t.insert([1, 2, 9], [0, 1, 4])  # splits [1, 2, 3, 4] at 2
+    assert t.evictable == 1  # the sibling's own token only
+    assert t.evict(10) == [4]
+    assert t.match([1, 2, 3, 4])[0] == [0, 1, 2, 3]  # the held prefix is whole
+    t.unlock(held)  # and its lock count comes back to zero on every node of the path
+    assert sorted(t.evict(10)) == [0, 1, 2, 3]
+
+
+def test_a_commit_frees_its_duplicates_of_what_the_tree_holds():
+    # two requests compute the same prompt in the same passes (neither saw the other's KV
+    # at admission): the second commit finds the tokens present, points its row at the
+    # tree's slots and frees its own copies; the pool partition stays whole
+    c = _cache(pool=16)
+    a, b = Req(0, [1, 2, 3, 4], max_new=1), Req(1, [1, 2, 3, 4], max_new=1)
+    for r in (a, b):
+        c.admit(r, 0, need=5)
+        c.extend(r, 4)
+    c.commit(a)
+    c.commit(b)
+    led = c.ledger()
+    assert led["num_violations"] == 0 and led["tree"] == 4
+    assert c.rows[1][:4] == c.rows[0][:4]  # b reads a's copies now
+    assert len(c.free) == 16 - 4
+    for r in (a, b):
+        c.release(r)
+    assert c.reserved == 0 and c.ledger()["num_violations"] == 0
+
+
+def test_rank0_admits_against_the_smallest_pool_through_its_slack():
+    # a decision travels to every rank (#1045): rank 0's 64-slot pool beside a follower's 40
+    # gives a slack of 24 (plan.py), and nothing above 40 may be admitted
+    c = _cache(pool=64)
+    assert c.can_admit(41)  # red: its own pool alone would take it
+    c.slack = 64 - 40
+    assert c.available == 40 and c.can_admit(40) and not c.can_admit(41)
+    r = Req(0, [1] * 30, max_new=2)
+    c.admit(r, 0, need=32)
+    assert c.available == 8 and not c.can_admit(9)

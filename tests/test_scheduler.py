@@ -71,3 +71,22 @@ def test_a_stale_void_leaves_a_request_admitted_again_since_alone():
     assert s.void(second) == []  # stale: the rid is the new admission's now
     assert list(s.waiting) == [] and s.reqs[0].row >= 0
     assert s.cache.ledger()["num_violations"] == 0
+
+
+def test_a_void_rolls_back_the_chunk_placed_ahead_so_the_tree_gets_only_what_ran():
+    # chunked prefill runs ahead of outputs: the second chunk is placed (slots extended into
+    # the request) before the first pass's void comes back. Only the first chunk ran here;
+    # the second must leave the request before it goes back to the queue, or its never
+    # computed slots reach the tree as if they held KV
+    s, pol = _sched(chunk=8, slots=2)
+    s.add([Req(0, list(range(1, 21)), max_new=3)])
+    first = pol.form(0, 0)
+    first.launched = True  # as the rank loop marks it (loop.py, step_launch)
+    s.after_launch(first)
+    second = pol.form(1, 1)
+    assert s.reqs[0].computed == 16  # both chunks extended into the request
+    assert [r.rid for r in s.void(first)] == [0]
+    assert s.cache.tree.match(list(range(1, 21)))[0] == s.cache.tree.all_slots()
+    assert len(s.cache.tree.all_slots()) == 8  # the launched chunk only
+    assert s.cache.ledger()["num_violations"] == 0 and s.cache.reserved == 0
+    assert second.rolled == {0}

@@ -271,3 +271,40 @@ def test_the_idle_clock_moves_only_when_no_task_can_run():
     idle, step = stamps_on("idle"), stamps_on("step")
     assert idle[:-1] == [0.0] * 20 and idle[-1] == 0.5
     assert step[19] > 0.02 and step[-1] > 0.52
+
+
+def test_every_kind_counts_its_own_sequence_and_a_skipped_seq_stops():
+    # each (peer, kind) wire numbers its messages; the receiver checks each against its own
+    # count, so a message lost or doubled shifts every later one and is named at once
+    from ppx.core import StopRun
+
+    sched, (c0, c1), _ = channels(2, 0)
+    got: list[tuple[int, int]] = []
+    stopped: list[str] = []
+
+    def rank0():
+        for kind in Kind:
+            for _ in range(2):
+                c0.send(1, Message(kind))
+        c0.seq_out[(1, int(Kind.OUTPUT))] += 1  # red: one output seq never sent
+        c0.send(1, Message(Kind.OUTPUT))
+        c0.flush()
+
+    def rank1():
+        for kind in Kind:
+            got.extend((int(kind), c1.recv(0, kind).seq) for _ in range(2))
+        try:
+            c1.recv(0, Kind.OUTPUT)
+        except StopRun as e:
+            stopped.append(str(e))
+
+    sched.spawn("rank0", rank0)
+    sched.spawn("rank1", rank1)
+    sched.run()
+    sched.close()
+    assert got == [(int(k), s) for k in Kind for s in (0, 1)]
+    assert all(c1.seq_in[(0, int(k))] == 2 for k in Kind)
+    assert stopped == [
+        "channel mismatch: rank1 expects output seq=2 from rank0, which sent seq=3 (slot=-1 "
+        "pass=-1)"
+    ]
