@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                     "refuted by an end meeting it, a green by one failing it), or `verdict`: "
                     "any end not served")  # fmt: skip
     ap.add_argument("--clock", choices=CLOCKS, default="auto",
-                    help="the walks' clock: `auto` is idle, or step for a cell with a host "
-                    "tier (walk_clock)")  # fmt: skip
+                    help="the walks' clock: `auto` is idle, or step for a cell whose runs poll a host "
+                    "load (walk_clock)")  # fmt: skip
     args = ap.parse_args(argv)
     if args.requests < 1 or args.max_new < 1 or args.budget_s <= 0 or args.cap < 1:
         print("ppx.sim.gallery: --requests, --max-new, --cap and --budget-s must be positive",
