@@ -57,8 +57,19 @@ def test_1071_red_rank_local_void_unmatches_rank0_green_ring_serves(engine):
 
 
 def test_802_red_and_green_over_real_gloo(engine):
-    red, _ = engine(*BASE, FIRST, OCCUPANCY, "watch.stall_s=3")
-    assert red["verdict"] == "wedged", red["reason"]
+    # on real processes the trigger is an interleaving, not a given: 16 of 16 runs of the red
+    # alone wedged (quiet and beside two busy loops), but one in a full suite run (20:31 UTC,
+    # the two cores shared with the other tests) served, with rank 2 retracting pass 29 as
+    # well as rank 1, where in the wedged runs rank 1 alone retracts. The red's claim is
+    # that this design can wedge over real gloo: up to three runs, each wedged or served
+    reds = []
+    for _ in range(3):
+        red, _ = engine(*BASE, FIRST, OCCUPANCY, "watch.stall_s=3")
+        reds.append((red["verdict"], red["reason"]))
+        if red["verdict"] == "wedged":
+            break
+    assert red["verdict"] == "wedged", reds
+    assert all(verdict in ("wedged", "served") for verdict, _ in reds), reds
     assert "rank1 -[recv output" in red["cycle"], red["cycle"]
     green, _ = engine(*BASE, FIRST)
     assert green["verdict"] == "served", green["reason"]
