@@ -52,18 +52,25 @@ def test_void_requeues_each_request_once_and_keeps_tokens():
     assert b.rids == [0, 1]
 
 
-def test_a_stale_void_leaves_a_request_admitted_again_since_alone():
-    # rid 0's prefill spans two passes (8 + 8 + 4 tokens). Both passes are voided, the
-    # second's void arriving after rank 0 admitted the rid again: that void names the old
-    # admission (batch.incarnation), and re-queuing the rid for it would pull the new one
-    # out of the batch it was placed in
+def _prefill_ahead():
+    """rid 0's 20-token prefill in chunks of 8: the first pass launched, the second chunk
+    placed ahead of the first pass's output (chunked prefill runs ahead)."""
     s, pol = _sched(chunk=8, slots=2)
     s.add([Req(0, list(range(1, 21)), max_new=3)])
     first = pol.form(0, 0)
     first.launched = True  # as the rank loop marks it (loop.py, step_launch)
     s.after_launch(first)
-    second = pol.form(1, 1)  # the next chunk, placed ahead
+    second = pol.form(1, 1)
     assert second.rids == [0] and second.entries[0].prefix_len == 8
+    return s, pol, first, second
+
+
+def test_a_stale_void_leaves_a_request_admitted_again_since_alone():
+    # rid 0's prefill spans two passes (8 + 8 + 4 tokens). Both passes are voided, the
+    # second's void arriving after rank 0 admitted the rid again: that void names the old
+    # admission (batch.incarnation), and re-queuing the rid for it would pull the new one
+    # out of the batch it was placed in
+    s, pol, first, second = _prefill_ahead()
     assert [r.rid for r in s.void(first)] == [0]  # the first void: re-queued once
     again = pol.form(0, 2)  # admitted again (its launched first chunk reused from the tree)
     assert again.rids == [0]
@@ -78,12 +85,7 @@ def test_a_void_rolls_back_the_chunk_placed_ahead_so_the_tree_gets_only_what_ran
     # the request) before the first pass's void comes back. Only the first chunk ran here;
     # the second must leave the request before it goes back to the queue, or its never
     # computed slots reach the tree as if they held KV
-    s, pol = _sched(chunk=8, slots=2)
-    s.add([Req(0, list(range(1, 21)), max_new=3)])
-    first = pol.form(0, 0)
-    first.launched = True  # as the rank loop marks it (loop.py, step_launch)
-    s.after_launch(first)
-    second = pol.form(1, 1)
+    s, _, first, second = _prefill_ahead()
     assert s.reqs[0].computed == 16  # both chunks extended into the request
     assert [r.rid for r in s.void(first)] == [0]
     assert s.cache.tree.match(list(range(1, 21)))[0] == s.cache.tree.all_slots()
