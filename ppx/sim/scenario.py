@@ -23,8 +23,10 @@ Batching, Pressure, Faults, Flips: scenario_parts.py), each writing its own over
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hyp_seed
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
@@ -74,6 +76,32 @@ def scenarios(
     open_ = open_switches(base, overrides)
     draw = Draw(pp, policy_of(base).decides, open_, carries(base, open_), max_requests)
     return st.builds(_draw, st.data(), st.just(draw))
+
+
+def search(
+    draws: st.SearchStrategy[Scenario],
+    prop: Callable[[Scenario], None],
+    n: int,
+    seed: int,
+    phases: tuple[Phase, ...],
+    ends: tuple[type[BaseException], ...],
+) -> None:
+    """`prop` over up to `n` scenarios of `draws`, Hypothesis seeded with `seed`, quiet, with
+    no example database and no deadline (a scenario is a whole run); raising one of `ends`
+    ends the search (the property's own way to say "found" or "out of time")."""
+    test = settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        verbosity=Verbosity.quiet,
+        phases=phases,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )(given(draws)(prop))
+    try:
+        hyp_seed(seed)(test)()
+    except ends:
+        pass
 
 
 def _draw(data, w: Draw) -> Scenario:

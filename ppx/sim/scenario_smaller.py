@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
-from hypothesis import seed as hyp_seed
+from hypothesis import Phase, reject
 
 from ppx.config import ConfigError
-from ppx.sim.scenario import Scenario, scenarios
+from ppx.sim.scenario import Scenario, scenarios, search
 from ppx.sim.scenario_shrink import same_failure
 
 
@@ -97,17 +96,5 @@ def smaller_round(s: ScenarioSearch, cap: int, n: int, k: int) -> None:
             s.best = find
             raise _Smaller
 
-    test = given(scenarios(s.base, s.overrides, max_requests=cap))(prop)
-    test = settings(
-        max_examples=n,
-        database=None,
-        deadline=None,
-        verbosity=Verbosity.quiet,
-        phases=(Phase.generate,),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-    )(test)
-    try:
-        hyp_seed(s.seed0 + SEED_OFFSET + k)(test)()
-    except (_Smaller, _Spent):
-        pass
+    draws = scenarios(s.base, s.overrides, max_requests=cap)
+    search(draws, prop, n, s.seed0 + SEED_OFFSET + k, (Phase.generate,), (_Smaller, _Spent))

@@ -27,15 +27,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pandas as pd
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings, target
-from hypothesis import seed as hyp_seed
+from hypothesis import Phase, reject, target
 
 from ppx.config import ConfigError
 from ppx.sim.coverage import Coverage
 from ppx.sim.design_scope import absent, open_switches
 from ppx.sim.report import replay_command
 from ppx.sim.runner import COLUMNS, Result, Runner
-from ppx.sim.scenario import Scenario, compose, flips_refused, scenarios
+from ppx.sim.scenario import Scenario, compose, flips_refused, scenarios, search
 from ppx.sim.scenario_shrink import same_failure, shrink_scenario
 from ppx.sim.scenario_smaller import search_smaller
 from ppx.sim.schedule import Schedule, config_hash, save
@@ -188,20 +187,10 @@ class ScenarioSearch:
         return bool(self.budget_s) and time.time() - self.t0 > self.budget_s
 
     def search_round(self, n: int, seed: int) -> None:
-        prop = given(scenarios(self.base, self.overrides))(self.property)
-        prop = settings(
-            max_examples=n,
-            database=None,
-            deadline=None,
-            verbosity=Verbosity.quiet,
-            phases=(Phase.generate, Phase.target, Phase.shrink),
-            suppress_health_check=list(HealthCheck),
-            report_multiple_bugs=False,
-        )(prop)
+        phases = (Phase.generate, Phase.target, Phase.shrink)
+        draws = scenarios(self.base, self.overrides)
         try:
-            hyp_seed(seed)(prop)()
-        except (_Failed, _OutOfTime):
-            pass
+            search(draws, self.property, n, seed, phases, (_Failed, _OutOfTime))
         except Exception as e:  # Hypothesis's own end when a time budget cut the shrink
             # (a final re-run that passed is `Flaky`): the smallest failure seen is kept
             if self.first is None:
